@@ -1,0 +1,156 @@
+import type { HostTensor } from "./tensor.ts";
+import type { DType } from "./dtypes.ts";
+
+/**
+ * The one contract between the worker and an execution engine. The PJRT backend
+ * (packages/backend-pjrt) and the CPU engine (packages/backend-reactant) implement it; nothing
+ * above core knows which one it holds.
+ *
+ * Lifecycle: construct (the package's `create...Backend` factory), use, `dispose()`. Buffers and
+ * executables are owned by the caller and released with `dispose()` (or `using`); backends also
+ * release them on garbage collection as a safety net, never as the plan.
+ */
+export interface AbstractBackend {
+  /** "pjrt" or "reactant". */
+  readonly name: BackendName;
+
+  /**
+   * Everything that makes a compiled program valid or invalid on this backend. The program
+   * cache partitions by every field (ARCHITECTURE rule 2): XLA checks only the compute
+   * capability when it loads a program, so the cache must check the rest.
+   */
+  identity(device?: number): BackendIdentity;
+
+  devices(): readonly DeviceInfo[];
+
+  /** Copies a host tensor to the device. The host memory may be reused once this resolves. */
+  upload(tensor: HostTensor, device?: number): Promise<DeviceBuffer>;
+
+  /** Copies a device buffer back to a new host tensor. */
+  download(buffer: DeviceBuffer): Promise<HostTensor>;
+
+  /** Compiles one StableHLO module (text or portable-artifact bytecode). */
+  compile(module: ModuleSource, options: CompileOptions): Promise<Executable>;
+
+  /** Serializes a compiled program so `deserialize` can load it without compiling. */
+  serialize(executable: Executable): Promise<Uint8Array>;
+
+  /** Loads a program written by `serialize` on a backend of the same identity. */
+  deserialize(bytes: Uint8Array, options: CompileOptions): Promise<Executable>;
+
+  /**
+   * Runs a program. `args` are the module's parameters in call order: the model inputs first,
+   * then the weights in the bundle's argument order. The args are not consumed (weights stay
+   * resident across calls); the results belong to the caller.
+   */
+  execute(executable: Executable, args: readonly DeviceBuffer[]): Promise<DeviceBuffer[]>;
+
+  /** Allocator figures for a device. */
+  memoryStats(device?: number): MemoryStats;
+
+  /**
+   * Resets the device's peak-memory mark to what is in use now (PJRT_Device_ClearMemoryStats).
+   * The memory probe calls it before each model so compile-time scratch (autotuning) does not
+   * count as a model's run scratch (ARCHITECTURE rule 5).
+   */
+  resetPeakMemory(device?: number): void;
+
+  /** Releases the client and everything it still holds. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+export type BackendName = "pjrt" | "reactant";
+
+export interface BackendIdentity {
+  readonly backend: BackendName;
+  /** Platform: "cuda", "rocm", "tpu", "cpu". */
+  readonly platform: string;
+  /**
+   * Build of the compiler: for PJRT the plugin's xla_version attribute plus a hash of the plugin
+   * file; for the CPU engine its plan-format version.
+   */
+  readonly buildId: string;
+  /** Runtime under the compiler (CUDA runtime version from the platform version), or "none". */
+  readonly runtimeVersion: string;
+  /** Device kind as the runtime names it ("NVIDIA H200", "cpu"). */
+  readonly deviceKind: string;
+  /** Compute capability ("9.0"), or "none" where the device has none. */
+  readonly computeCapability: string;
+}
+
+export interface DeviceInfo {
+  readonly id: number;
+  readonly kind: string;
+  readonly attributes: Readonly<Record<string, string | number | boolean>>;
+}
+
+export interface MemoryStats {
+  readonly inUseBytes: number;
+  readonly peakBytes: number;
+  /** Usable device memory, or null where the runtime does not report it. */
+  readonly limitBytes: number | null;
+}
+
+export interface DeviceBuffer {
+  readonly dtype: DType;
+  /** Row-major dimensions. */
+  readonly shape: readonly number[];
+  readonly byteLength: number;
+  readonly device: number;
+  /** Frees the device memory. Idempotent. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface Executable {
+  /** Number of results `execute` returns. */
+  readonly outputCount: number;
+  /** Frees the compiled program. Idempotent. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface ModuleSource {
+  readonly bytes: Uint8Array;
+  /** "text" for pretty-printed or generic MLIR; "bytecode" for an MLIR portable artifact. */
+  readonly format: ModuleFormat;
+  /** Where it came from, for error messages ("resnet/model.b1.mlir"). */
+  readonly origin?: string;
+}
+
+export type ModuleFormat = "text" | "bytecode";
+
+/** MLIR bytecode starts with "ML\xefR". */
+export function detectModuleFormat(bytes: Uint8Array): ModuleFormat {
+  return bytes.length >= 4 && bytes[0] === 0x4d && bytes[1] === 0x4c && bytes[2] === 0xef && bytes[3] === 0x52
+    ? "bytecode"
+    : "text";
+}
+
+/**
+ * Options that change the compiled program. Every field takes part in the cache key (the
+ * canonical JSON of this object is hashed), so add fields only when they change the program.
+ */
+export interface CompileOptions {
+  /** Ask for a compile that gives the same bits twice (XLA: no autotuning, deterministic ops). */
+  readonly deterministic?: boolean;
+  /** Extra XLA debug options / flags passed to the compiler. */
+  readonly xlaFlags?: Readonly<Record<string, string | number | boolean>>;
+  /** Device the program is compiled for. */
+  readonly device?: number;
+}
+
+/** Canonical (key-sorted) JSON of compile options, the input to the cache's options hash. */
+export function canonicalCompileOptions(options: CompileOptions): string {
+  const flags = options.xlaFlags ?? {};
+  const sortedFlags = Object.fromEntries(
+    Object.keys(flags)
+      .sort()
+      .map((k) => [k, flags[k]]),
+  );
+  return JSON.stringify({
+    deterministic: options.deterministic ?? false,
+    device: options.device ?? 0,
+    xlaFlags: sortedFlags,
+  });
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+// One-time set-up for `npm start` / `npm test` on a fresh Debian machine that has only Node and npm:
+// installs the workspace's packages (Bun itself comes from npm) and OpenBLAS from Debian's
+// packages. Re-running is cheap: each step checks before it acts.
+import { execSync } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+const root = new URL("..", import.meta.url).pathname;
+const log = (msg) => console.error(`[setup] ${msg}`);
+const run = (cmd) => execSync(cmd, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+
+function packagesInstalled() {
+  const bun = join(root, "node_modules", ".bin", "bun");
+  const marker = join(root, "node_modules", ".package-lock.json");
+  if (!existsSync(bun) || !existsSync(marker)) return false;
+  const lock = join(root, "package-lock.json");
+  return !existsSync(lock) || statSync(marker).mtimeMs >= statSync(lock).mtimeMs;
+}
+
+const openblasCandidates = [
+  "/usr/lib/x86_64-linux-gnu/libopenblas.so.0",
+  "/usr/lib/aarch64-linux-gnu/libopenblas.so.0",
+  "/usr/lib64/libopenblas.so.0",
+  "/usr/lib/libopenblas.so.0",
+];
+
+function ensureOpenBlas() {
+  if (process.env.XLASERVE_BLAS_LIBRARY || openblasCandidates.some((p) => existsSync(p))) return;
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot || !existsSync("/usr/bin/apt-get")) {
+    log(
+      "OpenBLAS not found and cannot install it (needs root and apt-get): the CPU engine will use its slower TypeScript GEMM",
+    );
+    return;
+  }
+  log("installing OpenBLAS from Debian's packages (libopenblas0-pthread)");
+  try {
+    run(
+      "apt-get install -y -qq libopenblas0-pthread >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0-pthread)",
+    );
+  } catch {
+    log("OpenBLAS install failed: the CPU engine will use its slower TypeScript GEMM");
+  }
+}
+
+if (!packagesInstalled()) {
+  log("installing workspace packages with npm (Bun included)");
+  run(existsSync(join(root, "package-lock.json")) ? "npm ci --no-audit --no-fund" : "npm install --no-audit --no-fund");
+}
+ensureOpenBlas();
