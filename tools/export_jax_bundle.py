@@ -161,6 +161,7 @@ def export_bundle(
     description: str = "",
     int_input_high: int = 100,
     seed: int = 0,
+    jax_exported: bool = False,
 ) -> None:
     name = os.path.basename(os.path.normpath(out_dir))
     os.makedirs(out_dir, exist_ok=True)
@@ -195,6 +196,13 @@ def export_bundle(
         with open(os.path.join(out_dir, file_name), "wb") as f:
             f.write(module_bytes)
         output_shapes[n] = list(exported.out_avals)
+        if jax_exported:
+            # JAX's own serialization of the same module: benchmarks reload it with
+            # jax.export.deserialize to run exactly this program as the JAX anchor.
+            for platform in ["cpu", *(["cuda"] if gpus else [])]:
+                per_platform = jax.export.export(jitted, platforms=[platform])(*specs, *weight_specs)
+                with open(os.path.join(out_dir, f"jax_exported.{platform}.b{n}.bin"), "wb") as f:
+                    f.write(per_platform.serialize())
 
         args = [random_input(rng, (n, *shape), dtype, int_input_high) for shape, dtype in inputs.values()]
         for input_name, arg in zip(input_names, args):
@@ -257,12 +265,14 @@ def main() -> None:
     parser.add_argument("out_dir")
     parser.add_argument("--portable", action="store_true", help="write MLIR portable artifacts (VHLO bytecode)")
     parser.add_argument("--batch-sizes", default=None, help="comma-separated, e.g. 1,32")
+    parser.add_argument("--jax-exported", action="store_true",
+                        help="also write jax_exported.<platform>.b{N}.bin (jax.export serialization) for benchmark anchors")
     args = parser.parse_args()
     build = EXAMPLES[args.example]
     spec = build()
     if args.batch_sizes:
         spec["batch_sizes"] = [int(x) for x in args.batch_sizes.split(",")]
-    export_bundle(out_dir=args.out_dir, portable=args.portable, **spec)
+    export_bundle(out_dir=args.out_dir, portable=args.portable, jax_exported=args.jax_exported, **spec)
 
 
 if __name__ == "__main__":

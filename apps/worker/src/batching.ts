@@ -1,0 +1,57 @@
+import { type HostTensor, XlaserveError, allocTyped, dtypeSize, elementCount } from "@xlaserve/core";
+
+/** The smallest compiled size that holds `batch`, or undefined when none does. */
+export function chooseBatchSize(compiled: readonly number[], batch: number): number | undefined {
+  let best: number | undefined;
+  for (const size of compiled) if (size >= batch && (best === undefined || size < best)) best = size;
+  return best;
+}
+
+function bytesOf(t: HostTensor): Uint8Array {
+  return new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+}
+
+/** Pads a row-major tensor with zeros along `axis` up to `size` (no copy when already that size). */
+export function padAxis(tensor: HostTensor, axis: number, size: number): HostTensor {
+  const current = tensor.shape[axis];
+  if (current === undefined) throw new XlaserveError("INTERNAL", `axis ${axis} out of range for ${tensor.shape}`);
+  if (current === size) return tensor;
+  if (current > size) throw new XlaserveError("INTERNAL", `cannot pad axis ${axis} from ${current} down to ${size}`);
+  const shape = [...tensor.shape];
+  shape[axis] = size;
+  const out = allocTyped(tensor.dtype, elementCount(shape));
+  const esize = dtypeSize(tensor.dtype);
+  const outer = elementCount(tensor.shape.slice(0, axis));
+  const inner = elementCount(tensor.shape.slice(axis + 1)) * esize;
+  const src = bytesOf(tensor);
+  const dst = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  const srcBlock = current * inner;
+  const dstBlock = size * inner;
+  for (let o = 0; o < outer; o++) dst.set(src.subarray(o * srcBlock, (o + 1) * srcBlock), o * dstBlock);
+  return { dtype: tensor.dtype, shape, data: out };
+}
+
+/** Keeps the first `size` entries along `axis` (no copy when already that size). */
+export function sliceAxis(tensor: HostTensor, axis: number, size: number): HostTensor {
+  const current = tensor.shape[axis];
+  if (current === undefined || current === size) return tensor;
+  if (current < size) throw new XlaserveError("INTERNAL", `cannot slice axis ${axis} from ${current} up to ${size}`);
+  const shape = [...tensor.shape];
+  shape[axis] = size;
+  const esize = dtypeSize(tensor.dtype);
+  const outer = elementCount(tensor.shape.slice(0, axis));
+  const inner = elementCount(tensor.shape.slice(axis + 1)) * esize;
+  const src = bytesOf(tensor);
+  if (outer === 1) {
+    // Leading batch axis: a prefix view, no copy.
+    const data = allocTyped(tensor.dtype, elementCount(shape));
+    new Uint8Array(data.buffer).set(src.subarray(0, size * inner));
+    return { dtype: tensor.dtype, shape, data };
+  }
+  const out = allocTyped(tensor.dtype, elementCount(shape));
+  const dst = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  const srcBlock = current * inner;
+  const dstBlock = size * inner;
+  for (let o = 0; o < outer; o++) dst.set(src.subarray(o * srcBlock, o * srcBlock + dstBlock), o * dstBlock);
+  return { dtype: tensor.dtype, shape, data: out };
+}

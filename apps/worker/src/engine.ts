@@ -1,0 +1,58 @@
+import type { AbstractBackend, Logger } from "@xlaserve/core";
+import { XlaserveError } from "@xlaserve/core";
+import type { Config } from "@xlaserve/core/config/schema.ts";
+import { discoverPjrtPlugins } from "@xlaserve/core/engine/discover.ts";
+import { type EngineChoice, type ProbeResult, selectEngine } from "@xlaserve/core/engine/select.ts";
+
+/**
+ * Engine selection (engine = auto | pjrt | reactant) and the backend it names. The backend packages
+ * are imported lazily: the CPU engine's BLAS and the PJRT bindings are loaded only for the engine
+ * actually chosen.
+ */
+
+type Loaded = Record<string, unknown>;
+
+async function importPackage(name: string): Promise<Loaded> {
+  // A variable specifier keeps the typechecker and the bundler from resolving it eagerly.
+  const spec = name;
+  return (await import(spec)) as Loaded;
+}
+
+export async function chooseEngine(config: Config, log: Logger): Promise<EngineChoice> {
+  if (config.engine === "reactant") return selectEngine({ engine: "reactant", candidates: [], probe: () => noProbe });
+  const discovery = discoverPjrtPlugins(config, { askPython: config.engine === "pjrt" || !!config.pjrt.plugin });
+  let probe: (path: string) => ProbeResult | Promise<ProbeResult> = () => noProbe;
+  try {
+    const pjrt = await importPackage("@xlaserve/backend-pjrt");
+    if (typeof pjrt.probePjrtPlugin === "function") {
+      probe = pjrt.probePjrtPlugin as (path: string) => ProbeResult | Promise<ProbeResult>;
+    }
+  } catch (err) {
+    log.debug("PJRT backend package unavailable", { error: String(err) });
+  }
+  return selectEngine({ engine: config.engine, candidates: discovery.candidates, probe, searched: discovery.searched });
+}
+
+const noProbe: ProbeResult = { ok: false, code: "PLUGIN_NOT_FOUND", message: "the PJRT backend is not available" };
+
+export async function createBackend(choice: EngineChoice, config: Config): Promise<AbstractBackend> {
+  if (choice.engine === "pjrt") {
+    const pjrt = await importPackage("@xlaserve/backend-pjrt");
+    const create = pjrt.createPjrtBackend as ((o: unknown) => AbstractBackend | Promise<AbstractBackend>) | undefined;
+    if (!create) throw new XlaserveError("UNSUPPORTED", "@xlaserve/backend-pjrt exports no createPjrtBackend");
+    return await create({
+      plugin: choice.plugin?.path,
+      memoryFraction: config.pjrt.memoryFraction,
+      preallocate: config.pjrt.preallocate,
+    });
+  }
+  let reactant: Loaded;
+  try {
+    reactant = await importPackage("@xlaserve/backend-reactant");
+  } catch (err) {
+    throw new XlaserveError("UNSUPPORTED", `the CPU engine (@xlaserve/backend-reactant) cannot be loaded: ${String(err)}`);
+  }
+  const create = reactant.createReactantBackend as (() => AbstractBackend | Promise<AbstractBackend>) | undefined;
+  if (!create) throw new XlaserveError("UNSUPPORTED", "@xlaserve/backend-reactant exports no createReactantBackend");
+  return await create();
+}

@@ -1,0 +1,342 @@
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import type { AbstractBackend, Logger } from "@xlaserve/core";
+import { createLogger } from "@xlaserve/core";
+import { loadConfig, validateConfig } from "@xlaserve/core/config/load.ts";
+import type { Config } from "@xlaserve/core/config/schema.ts";
+import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
+import { ProgramCache } from "@xlaserve/cache";
+import { Metrics, type RunningServer, createServerApp, startServer } from "@xlaserve/server";
+import type { ServerInfo } from "@xlaserve/server/contract.ts";
+import { Counter, Gauge } from "prom-client";
+import { formatBytes } from "./budget.ts";
+import { chooseEngine, createBackend } from "./engine.ts";
+import type { LoadedProgram, ProgramSource } from "./model.ts";
+import { ModelRegistry } from "./registry.ts";
+import { RepositoryWatcher } from "./watcher.ts";
+
+export { ModelRegistry } from "./registry.ts";
+export { RuntimeModel, type ProgramSource, type LoadedProgram, type ProbeResult } from "./model.ts";
+export { RepositoryWatcher } from "./watcher.ts";
+export { WeightManager } from "./weights.ts";
+export { computeWeightBudget, type WeightBudget, type Residency } from "./budget.ts";
+
+export const WORKER_VERSION = "0.1.0";
+
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
+
+export interface WorkerOverrides {
+  /** Merged over the loaded configuration (file, then XLASERVE_* env, then these). */
+  readonly config?: DeepPartial<Config>;
+  /** A YAML or JSON configuration file. */
+  readonly configFile?: string;
+  /** Environment for XLASERVE_* settings; defaults to process.env. Pass {} in tests. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Shortcuts for config.repository.path / server.port / server.host. */
+  readonly repository?: string;
+  readonly port?: number;
+  readonly host?: string;
+  /** Use this backend instead of selecting one (tests). The worker disposes it on stop. */
+  readonly backend?: AbstractBackend;
+  /** Use this instead of the program cache (tests). */
+  readonly programs?: ProgramSource;
+  readonly logger?: Logger;
+  /** Install SIGTERM/SIGINT handlers that stop the worker (the CLI does). */
+  readonly handleSignals?: boolean;
+}
+
+export interface StartedWorker {
+  readonly url: string;
+  readonly registry: ModelRegistry;
+  readonly config: Config;
+  readonly engine: EngineChoice;
+  readonly metrics: Metrics;
+  readonly watcher: RepositoryWatcher | null;
+  readonly backend: AbstractBackend;
+  readonly logger: Logger;
+  stop(): Promise<void>;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    if (v === undefined) continue;
+    const cur = out[k];
+    out[k] = isObject(cur) && isObject(v) ? merge(cur, v) : v;
+  }
+  return out;
+}
+
+/** Configuration: defaults < file < XLASERVE_* env < overrides. */
+export function resolveWorkerConfig(overrides: WorkerOverrides = {}): Config {
+  const loaded = loadConfig({ file: overrides.configFile, env: overrides.env });
+  const shortcuts: Record<string, unknown> = {};
+  if (overrides.repository !== undefined) shortcuts.repository = { path: overrides.repository };
+  if (overrides.port !== undefined || overrides.host !== undefined) {
+    shortcuts.server = { port: overrides.port, host: overrides.host };
+  }
+  const merged = merge(merge(loaded as unknown as Record<string, unknown>, (overrides.config ?? {}) as Record<string, unknown>), shortcuts);
+  return validateConfig(merged);
+}
+
+/**
+ * The composition root: configuration -> engine selection -> backend -> program cache -> model
+ * repository -> memory probe and budget -> watcher -> server.
+ */
+export async function startWorker(overrides: WorkerOverrides = {}): Promise<StartedWorker> {
+  const config = resolveWorkerConfig(overrides);
+  const logger = overrides.logger ?? createLogger({ level: config.log.level, format: config.log.format });
+  const log = logger.child({ component: "worker" });
+
+  // Engine selection (and why).
+  let engine: EngineChoice;
+  let backend: AbstractBackend;
+  if (overrides.backend) {
+    backend = overrides.backend;
+    engine = { engine: backend.name, reason: "backend supplied by the caller" };
+  } else {
+    engine = await chooseEngine(config, log);
+    backend = await createBackend(engine, config);
+  }
+  const identity = backend.identity();
+  log.info("engine selected", { engine: engine.engine, reason: engine.reason, device: identity.deviceKind, platform: identity.platform });
+
+  // Program cache.
+  let cache: ProgramCache | null = null;
+  let programs: ProgramSource;
+  if (overrides.programs) {
+    programs = overrides.programs;
+  } else if (config.cache.enabled) {
+    const stateDir = resolve(config.cache.stateDir);
+    mkdirSync(stateDir, { recursive: true });
+    const c = await ProgramCache.open({
+      stateDir,
+      onWarning: (w) => log.warn("program cache", { kind: w.kind, message: w.message }),
+    });
+    cache = c;
+    const synced = new WeakSet<object>();
+    const options = { deterministic: config.pjrt.deterministic };
+    programs = async (bundle, module): Promise<LoadedProgram> => {
+      if (!synced.has(bundle)) {
+        synced.add(bundle);
+        c.syncModuleHashes(bundle);
+      }
+      const r = await c.getOrCompile({ bundle, module, backend, options });
+      return { executable: r.executable, outcome: r.outcome, compileMs: r.compileMs ?? 0, loadMs: r.loadMs ?? 0 };
+    };
+  } else {
+    programs = async (_bundle, module): Promise<LoadedProgram> => {
+      const t0 = performance.now();
+      const executable = await backend.compile(
+        { bytes: await module.read(), format: module.format, origin: module.path },
+        { deterministic: config.pjrt.deterministic },
+      );
+      return { executable, outcome: "uncached", compileMs: performance.now() - t0, loadMs: 0 };
+    };
+  }
+
+  // Metrics: the server's series plus the worker's own budget and per-model gauges.
+  const metrics = new Metrics();
+  const extra = workerGauges(metrics);
+
+  let registry: ModelRegistry;
+  const serverInfo = (): ServerInfo => ({
+    name: "xlaserve",
+    version: WORKER_VERSION,
+    extensions: [],
+    extra: {
+      engine: engine.engine,
+      engineReason: engine.reason,
+      plugin: engine.plugin?.path ?? null,
+      device: identity,
+      budget: registry?.budgetExtra().budget ?? null,
+    },
+  });
+  registry = new ModelRegistry({
+    repository: config.repository.path,
+    backend,
+    platform: `xlaserve_${backend.name}`,
+    programs,
+    log: logger,
+    memory: config.memory,
+    concurrency: config.concurrency,
+    serverInfo,
+    hooks: {
+      queueDepth: (model, depth) => metrics.queueDepth.set({ model }, depth),
+      computeSeconds: (model, s) => metrics.computeSeconds.inc({ model }, s),
+      weightLoad: (model, _bytes, s) => {
+        metrics.weightLoads.inc({ model });
+        extra.weightLoadSeconds.inc({ model }, s);
+      },
+      weightEvict: (model) => metrics.weightEvicts.inc({ model }),
+      programLoaded: (model, p) => {
+        if (p.outcome === "hit") {
+          metrics.cacheHits.inc({ model });
+          metrics.cacheLoads.inc({ model });
+        } else if (p.outcome === "miss" || p.outcome === "recompiled") {
+          metrics.cacheMisses.inc({ model });
+          metrics.cacheCompiles.inc({ model });
+        }
+      },
+    },
+  });
+  metrics.onScrape(() => {
+    const dev = String(0);
+    try {
+      const m = backend.memoryStats();
+      metrics.deviceMemoryInUse.set({ device: dev }, m.inUseBytes);
+      metrics.deviceMemoryPeak.set({ device: dev }, m.peakBytes);
+      if (m.limitBytes !== null) metrics.deviceMemoryLimit.set({ device: dev }, m.limitBytes);
+    } catch {
+      // a disposed backend during shutdown
+    }
+    const b = registry.currentBudget();
+    metrics.weightCacheUsed.set({ device: dev }, registry.weights.residentOnDemandBytes);
+    if (b) {
+      metrics.weightCacheCapacity.set({ device: dev }, b.onDemandBytes);
+      extra.budget.set({ device: dev, figure: "limit" }, b.limitBytes);
+      extra.budget.set({ device: dev, figure: "pool" }, b.poolBytes);
+      extra.budget.set({ device: dev, figure: "on_demand" }, b.onDemandBytes);
+      extra.budget.set({ device: dev, figure: "pinned" }, b.pinnedBytes);
+      extra.budget.set({ device: dev, figure: "max_scratch" }, b.maxScratchBytes);
+    }
+    extra.residentWeights.set({ device: dev }, registry.weights.residentBytes);
+    extra.modelWeight.reset();
+    extra.modelScratch.reset();
+    extra.modelResident.reset();
+    extra.modelPinned.reset();
+    for (const m of registry.models()) {
+      const e = m.extra();
+      extra.modelWeight.set({ model: m.name }, m.weightBytes);
+      extra.modelScratch.set({ model: m.name }, m.scratchBytes);
+      extra.modelResident.set({ model: m.name }, e.resident ? 1 : 0);
+      extra.modelPinned.set({ model: m.name }, m.residency === "pinned" ? 1 : 0);
+    }
+    extra.modelsLoaded.set(registry.models().length);
+  });
+
+  // Load every bundle (compile or load from the cache, probe, warm up), then resolve the budget.
+  await registry.loadAll();
+  const b = registry.currentBudget();
+  if (b) {
+    log.info("memory", {
+      limit: formatBytes(b.limitBytes),
+      pool: formatBytes(b.poolBytes),
+      onDemand: formatBytes(b.onDemandBytes),
+      pinned: formatBytes(b.pinnedBytes),
+      maxScratch: formatBytes(b.maxScratchBytes),
+    });
+  }
+
+  // Watcher.
+  let watcher: RepositoryWatcher | null = null;
+  if (config.repository.dynamic) {
+    watcher = new RepositoryWatcher({
+      repository: registry.repository,
+      intervalMs: config.repository.pollIntervalMs,
+      target: registry,
+      log: logger.child({ component: "watcher" }),
+    });
+    watcher.seed();
+    watcher.start();
+  }
+
+  // Server.
+  const app = createServerApp({
+    registry,
+    logger,
+    config: { maxBodyBytes: config.server.maxBodyBytes, authToken: config.server.authToken },
+    metrics,
+  });
+  let server: RunningServer;
+  try {
+    server = startServer(app, { host: config.server.host, port: config.server.port });
+  } catch (err) {
+    await watcher?.stop();
+    await registry.shutdown();
+    cache?.close();
+    await backend.dispose();
+    throw err;
+  }
+  log.info("listening", { url: server.url, models: registry.loadedNames() });
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    if (stopping) return stopping;
+    stopping = (async () => {
+      log.info("stopping: draining requests");
+      await watcher?.stop();
+      const draining = registry.shutdown(); // refuses new work, waits for in-flight requests
+      await draining;
+      await server.stop();
+      cache?.close();
+      await backend.dispose();
+      log.info("stopped");
+    })();
+    return stopping;
+  };
+
+  if (overrides.handleSignals) {
+    const onSignal = (sig: string) => {
+      log.info("signal received", { signal: sig });
+      void stop().then(() => process.exit(0));
+    };
+    process.once("SIGTERM", () => onSignal("SIGTERM"));
+    process.once("SIGINT", () => onSignal("SIGINT"));
+  }
+
+  return { url: server.url, registry, config, engine, metrics, watcher, backend, logger, stop };
+}
+
+function workerGauges(metrics: Metrics) {
+  const registers = [metrics.registry];
+  return {
+    budget: new Gauge({
+      name: "worker_weight_budget_bytes",
+      help: "The resolved weight budget: limit, pool, on_demand, pinned, max_scratch",
+      labelNames: ["device", "figure"] as const,
+      registers,
+    }),
+    residentWeights: new Gauge({
+      name: "worker_resident_weight_bytes",
+      help: "Weight bytes resident on the device (pinned and on-demand)",
+      labelNames: ["device"] as const,
+      registers,
+    }),
+    modelWeight: new Gauge({
+      name: "worker_model_weight_bytes",
+      help: "Per-model weight footprint (bytes)",
+      labelNames: ["model"] as const,
+      registers,
+    }),
+    modelScratch: new Gauge({
+      name: "worker_model_scratch_bytes",
+      help: "Per-model run scratch measured by the memory probe (bytes)",
+      labelNames: ["model"] as const,
+      registers,
+    }),
+    modelResident: new Gauge({
+      name: "worker_model_resident",
+      help: "1 if the model's weights are device-resident, else 0",
+      labelNames: ["model"] as const,
+      registers,
+    }),
+    modelPinned: new Gauge({
+      name: "worker_model_pinned",
+      help: "1 if the model is pinned, else 0",
+      labelNames: ["model"] as const,
+      registers,
+    }),
+    modelsLoaded: new Gauge({ name: "worker_models_loaded", help: "Number of loaded models", registers }),
+    weightLoadSeconds: new Counter({
+      name: "worker_weight_load_seconds_total",
+      help: "Cumulative time spent loading weights to the device (seconds)",
+      labelNames: ["model"] as const,
+      registers,
+    }),
+  };
+}

@@ -1,0 +1,139 @@
+import { XlaserveError } from "@xlaserve/core";
+
+/**
+ * A per-model concurrency limit with a bounded FIFO queue: at most `limit` requests run at once,
+ * at most `queueDepth` wait; one more is refused with QUEUE_FULL (HTTP 429).
+ */
+export class ConcurrencyLimiter {
+  private running = 0;
+  private readonly waiting: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    readonly limit: number,
+    readonly queueDepth: number,
+    private readonly label = "model",
+  ) {
+    if (!(limit >= 1)) throw new RangeError(`concurrency limit must be >= 1, got ${limit}`);
+  }
+
+  get active(): number {
+    return this.running;
+  }
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Resolves once a slot is held; the caller must call `release()` exactly once afterwards. */
+  acquire(signal?: AbortSignal): Promise<void> {
+    if (this.running < this.limit && this.waiting.length === 0) {
+      this.running++;
+      return Promise.resolve();
+    }
+    if (this.waiting.length >= this.queueDepth) {
+      return Promise.reject(
+        new XlaserveError(
+          "QUEUE_FULL",
+          `${this.label}: request queue is full (${this.running} running, ${this.waiting.length} queued, limit ${this.limit}, queue depth ${this.queueDepth})`,
+          { running: this.running, queued: this.waiting.length, queueDepth: this.queueDepth },
+        ),
+      );
+    }
+    return new Promise<void>((resolve, reject) => {
+      const entry = { resolve, reject };
+      this.waiting.push(entry);
+      signal?.addEventListener(
+        "abort",
+        () => {
+          const i = this.waiting.indexOf(entry);
+          if (i >= 0) {
+            this.waiting.splice(i, 1);
+            reject(new XlaserveError("UNAVAILABLE", `${this.label}: request aborted while queued`));
+          }
+        },
+        { once: true },
+      );
+    });
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) {
+      next.resolve(); // the slot passes straight to the next waiter
+      return;
+    }
+    this.running--;
+    if (this.running === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /** Resolves when nothing runs and nothing waits. */
+  idle(): Promise<void> {
+    if (this.running === 0 && this.waiting.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}
+
+/**
+ * Readers/writer lock for the device: requests share it, a memory probe takes it exclusively so no
+ * other model's run inflates the peak it measures.
+ */
+export class DeviceLock {
+  private readers = 0;
+  private writer = false;
+  private readonly queue: Array<{ exclusive: boolean; resolve: () => void }> = [];
+
+  async shared<T>(fn: () => Promise<T>): Promise<T> {
+    await this.acquire(false);
+    try {
+      return await fn();
+    } finally {
+      this.releaseShared();
+    }
+  }
+
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    await this.acquire(true);
+    try {
+      return await fn();
+    } finally {
+      this.writer = false;
+      this.pump();
+    }
+  }
+
+  private acquire(exclusive: boolean): Promise<void> {
+    if (this.queue.length === 0 && !this.writer && (!exclusive || this.readers === 0)) {
+      if (exclusive) this.writer = true;
+      else this.readers++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.queue.push({ exclusive, resolve }));
+  }
+
+  private releaseShared(): void {
+    this.readers--;
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && !this.writer) {
+      const head = this.queue[0];
+      if (!head) break;
+      if (head.exclusive) {
+        if (this.readers > 0) break;
+        this.queue.shift();
+        this.writer = true;
+        head.resolve();
+        break;
+      }
+      this.queue.shift();
+      this.readers++;
+      head.resolve();
+    }
+  }
+}

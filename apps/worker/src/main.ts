@@ -1,0 +1,258 @@
+#!/usr/bin/env bun
+/**
+ * The xlaserve CLI: serve | compile <repo> | cache ls | cache verify | cache prune --max-bytes N.
+ */
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { createLogger, elementCount, isXlaserveError, kserveName } from "@xlaserve/core";
+import { loadBundle } from "@xlaserve/core/bundle/load.ts";
+import { cacheLs, cachePrune, cacheVerify, precompileRepository } from "@xlaserve/cache";
+import { parseByteSize } from "@xlaserve/cache/cli/out.ts";
+import { formatBytes } from "./budget.ts";
+import { chooseEngine, createBackend } from "./engine.ts";
+import { type WorkerOverrides, resolveWorkerConfig, startWorker } from "./index.ts";
+import type { RuntimeModel } from "./model.ts";
+
+export const HELP = `xlaserve: an inference worker for XLA-compiled models (KServe v2 / Open Inference Protocol)
+
+Usage:
+  xlaserve serve [options]                 serve the model repository over HTTP
+  xlaserve compile <repository> [options]  compile every program of every bundle into the cache
+  xlaserve cache ls [options]              list the program cache's entries
+  xlaserve cache verify [options]          check every entry; remove the bad ones
+  xlaserve cache prune --max-bytes N       remove least recently hit entries down to N bytes
+  xlaserve --help                          this text
+
+Options (every one also has an XLASERVE_* environment form; flags win):
+  --repository DIR     model repository (XLASERVE_MODEL_REPOSITORY; default examples/models)
+  --port N             HTTP port (XLASERVE_PORT; default 8000; 0 picks a free one)
+  --host ADDR          interface to bind (default 127.0.0.1)
+  --config FILE        YAML or JSON configuration file
+  --engine NAME        auto | pjrt | reactant (XLASERVE_ENGINE; default auto: PJRT when a
+                       compatible plugin loads, else the CPU engine)
+  --plugin PATH        PJRT plugin (.so) to use (XLASERVE_PJRT_PLUGIN)
+  --state-dir DIR      worker state: the program cache's index (default .state)
+  --no-cache           compile every program; use no program cache
+  --no-watch           do not watch the repository (static mode)
+  --poll-interval-ms N repository watcher poll interval (default 2000)
+  --memory-limit N     memory the weight budget is computed from (e.g. 2G; default: the
+                       device's limit, else the machine's memory)
+  --weight-fraction F  share of the limit weights may take (default 0.9)
+  --wiggle F           share of the limit kept free (default 0.1)
+  --residency M=R      residency of model M: pinned | device | host (repeatable)
+  --default-residency R  device | host (default device)
+  --per-model N        requests run at once per model (default 4)
+  --queue-depth N      requests queued per model before 429 (default 64)
+  --auth-token T       bearer token for the repository load/unload calls
+  --log-level L        debug | info | warn | error (default info)
+  --log-format F       json | text (default json)
+  --max-bytes N        (cache prune) target size, e.g. 500M, 2G
+  -h, --help           this text
+
+Examples:
+  npm start                                  # the examples on http://127.0.0.1:8000
+  bun apps/worker/src/main.ts serve --port 9000 --repository /srv/models
+  bun apps/worker/src/main.ts compile examples/models
+  bun apps/worker/src/main.ts cache prune --max-bytes 1G
+`;
+
+const OPTIONS = {
+  repository: { type: "string" },
+  port: { type: "string" },
+  host: { type: "string" },
+  config: { type: "string" },
+  engine: { type: "string" },
+  plugin: { type: "string" },
+  "state-dir": { type: "string" },
+  "no-cache": { type: "boolean" },
+  "no-watch": { type: "boolean" },
+  "poll-interval-ms": { type: "string" },
+  "memory-limit": { type: "string" },
+  "weight-fraction": { type: "string" },
+  wiggle: { type: "string" },
+  residency: { type: "string", multiple: true },
+  "default-residency": { type: "string" },
+  "per-model": { type: "string" },
+  "queue-depth": { type: "string" },
+  "auth-token": { type: "string" },
+  "log-level": { type: "string" },
+  "log-format": { type: "string" },
+  "max-bytes": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
+
+function num(v: string | undefined): number | undefined {
+  return v === undefined ? undefined : Number(v);
+}
+
+/** Flags -> configuration overrides (validated by the core schema, with clear errors). */
+export function overridesFromFlags(values: Values): WorkerOverrides {
+  const residency: Record<string, string> = {};
+  for (const r of values.residency ?? []) {
+    const [model, value] = r.split("=");
+    if (!model || !value) throw new Error(`--residency expects MODEL=pinned|device|host, got "${r}"`);
+    residency[model] = value;
+  }
+  const config: Record<string, unknown> = {
+    engine: values.engine,
+    pjrt: { plugin: values.plugin },
+    server: { authToken: values["auth-token"] },
+    repository: {
+      dynamic: values["no-watch"] ? false : undefined,
+      pollIntervalMs: num(values["poll-interval-ms"]),
+    },
+    cache: { stateDir: values["state-dir"], enabled: values["no-cache"] ? false : undefined },
+    memory: {
+      limitBytes: values["memory-limit"] ? parseByteSize(values["memory-limit"]) : undefined,
+      weightFraction: num(values["weight-fraction"]),
+      wiggle: num(values.wiggle),
+      defaultResidency: values["default-residency"],
+      residency: Object.keys(residency).length ? residency : undefined,
+    },
+    concurrency: { perModel: num(values["per-model"]), queueDepth: num(values["queue-depth"]) },
+    log: { level: values["log-level"], format: values["log-format"] },
+  };
+  return {
+    configFile: values.config,
+    repository: values.repository,
+    port: num(values.port),
+    host: values.host,
+    config: config as WorkerOverrides["config"],
+  };
+}
+
+function curlExample(url: string, models: readonly RuntimeModel[]): string | null {
+  const small = [...models].sort((a, b) => inputElements(a) - inputElements(b))[0];
+  if (!small) return null;
+  const inputs = small.inputs.map((spec) => {
+    const shape = spec.dims.map((d) => (d.kind === "batch" ? 1 : d.size < 0 ? 1 : d.size));
+    return { name: spec.name, datatype: kserveName(spec.dtype), shape, data: new Array(elementCount(shape)).fill(0) };
+  });
+  return `curl -s -X POST ${url}/v2/models/${small.name}/infer -H 'content-type: application/json' -d '${JSON.stringify({ inputs })}'`;
+}
+
+function inputElements(m: RuntimeModel): number {
+  return m.inputs.reduce((a, s) => a + elementCount(s.dims.map((d) => (d.size < 0 ? 1 : d.size))), 0);
+}
+
+async function serve(values: Values): Promise<void> {
+  const worker = await startWorker({ ...overridesFromFlags(values), handleSignals: true });
+  const out = process.stdout;
+  out.write(`\nxlaserve ${worker.engine.engine} engine (${worker.engine.reason})\n`);
+  for (const m of worker.registry.models()) {
+    const records = m.programRecords();
+    const hits = records.filter((r) => r.outcome === "hit").length;
+    const ms = records.map((r) => `${r.file} ${r.outcome} ${Math.round(r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs)} ms`);
+    out.write(
+      `  loaded ${m.name}: cache ${hits}/${records.length} hit (${ms.join(", ")}), ${Math.round(m.loadMs)} ms total, weights ${formatBytes(m.weightBytes)}, scratch ${formatBytes(m.scratchBytes)}, residency ${m.residency}\n`,
+    );
+  }
+  for (const e of worker.registry.repositoryIndex()) {
+    if (e.state !== "READY") out.write(`  NOT loaded ${e.name}: ${e.state} ${e.reason}\n`);
+  }
+  const b = worker.registry.currentBudget();
+  if (b) {
+    out.write(
+      `  weight budget: pool ${formatBytes(b.poolBytes)} of limit ${formatBytes(b.limitBytes)}, on-demand ${formatBytes(b.onDemandBytes)}, pinned ${formatBytes(b.pinnedBytes)}, max scratch ${formatBytes(b.maxScratchBytes)}\n`,
+    );
+  }
+  out.write(`\nlistening on ${worker.url}\n`);
+  const curl = curlExample(worker.url, worker.registry.models());
+  if (curl) out.write(`try:\n  ${curl}\n`);
+  out.write(`  curl -s ${worker.url}/v2/health/ready -o /dev/null -w '%{http_code}\\n'\n\n`);
+}
+
+async function compile(values: Values, repository: string | undefined): Promise<number> {
+  const overrides = overridesFromFlags(values);
+  const config = resolveWorkerConfig({ ...overrides, repository: repository ?? overrides.repository });
+  const log = createLogger({ level: config.log.level, format: config.log.format });
+  const engine = await chooseEngine(config, log);
+  log.info("engine selected", { engine: engine.engine, reason: engine.reason });
+  const backend = await createBackend(engine, config);
+  try {
+    const summary = await precompileRepository({
+      repository: resolve(config.repository.path),
+      backend,
+      options: { deterministic: config.pjrt.deterministic },
+      out: process.stdout,
+      stateDir: resolve(config.cache.stateDir),
+      loadBundle,
+    });
+    return summary.failed > 0 ? 1 : 0;
+  } finally {
+    await backend.dispose();
+  }
+}
+
+async function cache(values: Values, sub: string | undefined): Promise<number> {
+  const overrides = overridesFromFlags(values);
+  const config = resolveWorkerConfig(overrides);
+  const opts = {
+    stateDir: resolve(config.cache.stateDir),
+    repository: resolve(config.repository.path),
+    out: process.stdout,
+  };
+  switch (sub) {
+    case "ls":
+      await cacheLs(opts);
+      return 0;
+    case "verify": {
+      const report = await cacheVerify(opts);
+      return report.removed.length > 0 ? 1 : 0;
+    }
+    case "prune": {
+      if (!values["max-bytes"]) {
+        process.stderr.write("cache prune needs --max-bytes N (e.g. 500M)\n");
+        return 2;
+      }
+      await cachePrune({ ...opts, maxBytes: parseByteSize(values["max-bytes"]) });
+      return 0;
+    }
+    default:
+      process.stderr.write(`unknown cache command "${sub ?? ""}": ls, verify or prune\n\n${HELP}`);
+      return 2;
+  }
+}
+
+export async function main(argv: readonly string[]): Promise<number | null> {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, arg] = positionals;
+  if (values.help || command === "help" || command === undefined) {
+    process.stdout.write(HELP);
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  switch (command) {
+    case "serve":
+      await serve(values);
+      return null; // keeps running until SIGTERM/SIGINT
+    case "compile":
+      return compile(values, arg);
+    case "cache":
+      return cache(values, arg);
+    default:
+      process.stderr.write(`unknown command "${command}"\n\n${HELP}`);
+      return 2;
+  }
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      if (code !== null) process.exit(code);
+    },
+    (err) => {
+      const message = isXlaserveError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? (err.stack ?? err.message) : String(err);
+      process.stderr.write(`xlaserve: ${message}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,469 @@
+import type {
+  AbstractBackend,
+  DeviceBuffer,
+  Executable,
+  HostTensor,
+  Logger,
+} from "@xlaserve/core";
+import { XlaserveError, zeros } from "@xlaserve/core";
+import type { Bundle, BundleModule, TensorSpec } from "@xlaserve/core/bundle/types.ts";
+import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
+import { chooseBatchSize, padAxis, sliceAxis } from "./batching.ts";
+import type { Residency } from "./budget.ts";
+import { ConcurrencyLimiter, type DeviceLock } from "./limiter.ts";
+import type { WeightManager, WeightOwner } from "./weights.ts";
+
+export type CacheOutcome = "hit" | "miss" | "recompiled" | "uncached";
+
+export interface LoadedProgram {
+  readonly executable: Executable;
+  readonly outcome: CacheOutcome;
+  readonly compileMs: number;
+  readonly loadMs: number;
+}
+
+/** Compiles a module or loads it from the program cache. */
+export type ProgramSource = (bundle: Bundle, module: BundleModule) => Promise<LoadedProgram>;
+
+export interface ProgramRecord {
+  readonly file: string;
+  readonly variant: number | null;
+  readonly batchSize: number | null;
+  readonly outcome: CacheOutcome;
+  readonly compileMs: number;
+  readonly loadMs: number;
+}
+
+export interface ProbeResult {
+  /** Weight bytes resident during the probe. */
+  readonly weightBytes: number;
+  /** Largest run scratch over every (variant, batch size): peak minus what was resident before. */
+  readonly scratchBytes: number;
+  readonly perProgram: ReadonlyArray<{ variant: number | null; batchSize: number; scratchBytes: number; ms: number }>;
+  readonly peakReset: boolean;
+}
+
+/** Hooks the runtime reports through (the worker binds them to the server's Metrics). */
+export interface RuntimeHooks {
+  queueDepth?(model: string, depth: number): void;
+  computeSeconds?(model: string, seconds: number): void;
+}
+
+export interface RuntimeModelOptions {
+  readonly bundle: Bundle;
+  readonly backend: AbstractBackend;
+  readonly platform: string;
+  readonly programs: ReadonlyMap<BundleModule, LoadedProgram>;
+  readonly weights: WeightManager;
+  readonly residency: Residency;
+  readonly hostWeights: readonly HostTensor[];
+  readonly weightBytes: number;
+  readonly limiter: { perModel: number; queueDepth: number };
+  readonly deviceLock: DeviceLock;
+  readonly log: Logger;
+  readonly hooks?: RuntimeHooks;
+  readonly generation: number;
+  readonly fingerprint: string;
+  readonly loadMs: number;
+}
+
+let nextOwnerId = 0;
+
+interface MutableStat {
+  count: number;
+  ns: number;
+}
+
+const nsSince = (t0: number) => Math.round((performance.now() - t0) * 1e6);
+
+/**
+ * One loaded version of a bundle, serving requests (the ServedModel the HTTP layer sees). A
+ * request's batch runs on the smallest compiled size that holds it, padded with zeros; the padding
+ * is stripped from every output whose batch axis is known. A retired model (replaced by a reload)
+ * lets its in-flight requests finish and forwards new ones to its successor.
+ */
+export class RuntimeModel implements ServedModel {
+  /** Changes only through an in-place rename (the bundle folder was renamed). */
+  name: string;
+  readonly version = "1";
+  readonly platform: string;
+  readonly inputs: readonly TensorSpec[];
+  readonly outputs: readonly TensorSpec[];
+  readonly compiledBatchSizes: readonly number[];
+  readonly maxBatchSize: number;
+  readonly bundle: Bundle;
+  readonly residency: Residency;
+  readonly weightBytes: number;
+  readonly generation: number;
+  readonly fingerprint: string;
+  readonly ownerId: string;
+  loadMs: number;
+  scratchBytes = 0;
+  probe: ProbeResult | null = null;
+  /** Filled by the registry: the budget figures and the state reported in extra(). */
+  budgetInfo: () => Record<string, unknown> = () => ({});
+
+  private readonly backend: AbstractBackend;
+  private readonly programsByModule: ReadonlyMap<BundleModule, LoadedProgram>;
+  private readonly weightsManager: WeightManager;
+  private readonly hostWeights: readonly HostTensor[];
+  private readonly limiter: ConcurrencyLimiter;
+  private readonly deviceLock: DeviceLock;
+  private readonly log: Logger;
+  private readonly hooks: RuntimeHooks;
+  private registered = false;
+  private disposed = false;
+  private successor: RuntimeModel | null = null;
+  private retired = false;
+  private retiredError: XlaserveError | null = null;
+
+  private readonly counters = {
+    inferenceCount: 0,
+    executionCount: 0,
+    lastInference: 0,
+    success: { count: 0, ns: 0 } as MutableStat,
+    fail: { count: 0, ns: 0 } as MutableStat,
+    queue: { count: 0, ns: 0 } as MutableStat,
+    computeInput: { count: 0, ns: 0 } as MutableStat,
+    computeInfer: { count: 0, ns: 0 } as MutableStat,
+    computeOutput: { count: 0, ns: 0 } as MutableStat,
+  };
+
+  constructor(options: RuntimeModelOptions) {
+    const { bundle } = options;
+    this.bundle = bundle;
+    this.name = bundle.name;
+    this.platform = options.platform;
+    this.inputs = bundle.manifest.executableInputs;
+    this.outputs = bundle.manifest.executableOutputs;
+    this.compiledBatchSizes = [...bundle.manifest.compiledBatchSizes].sort((a, b) => a - b);
+    this.maxBatchSize = Math.max(...this.compiledBatchSizes);
+    this.backend = options.backend;
+    this.programsByModule = options.programs;
+    this.weightsManager = options.weights;
+    this.residency = options.residency;
+    this.hostWeights = options.hostWeights;
+    this.weightBytes = options.weightBytes;
+    this.limiter = new ConcurrencyLimiter(options.limiter.perModel, options.limiter.queueDepth, `model "${this.name}"`);
+    this.deviceLock = options.deviceLock;
+    this.log = options.log;
+    this.hooks = options.hooks ?? {};
+    this.generation = options.generation;
+    this.fingerprint = options.fingerprint;
+    this.loadMs = options.loadMs;
+    this.ownerId = `${this.name}#${options.generation}.${nextOwnerId++}`;
+  }
+
+  /** The weight-manager registration of this model's weights. */
+  weightOwner(): WeightOwner {
+    const backend = this.backend;
+    const host = this.hostWeights;
+    const self = this;
+    return {
+      id: this.ownerId,
+      get name() {
+        return self.name;
+      },
+      bytes: this.weightBytes,
+      residency: this.residency,
+      upload: async () => {
+        const out: DeviceBuffer[] = [];
+        try {
+          for (const t of host) out.push(await backend.upload(t));
+        } catch (err) {
+          for (const b of out) b.dispose();
+          throw err;
+        }
+        return out;
+      },
+    };
+  }
+
+  async registerWeights(): Promise<void> {
+    if (this.registered) return;
+    await this.weightsManager.register(this.weightOwner());
+    this.registered = true;
+  }
+
+  programRecords(): ProgramRecord[] {
+    return [...this.programsByModule.entries()].map(([m, p]) => ({
+      file: m.file,
+      variant: m.variant,
+      batchSize: m.batchSize,
+      outcome: p.outcome,
+      compileMs: p.compileMs,
+      loadMs: p.loadMs,
+    }));
+  }
+
+  ready(): boolean {
+    if (this.retired) return this.successor?.ready() ?? false;
+    return !this.disposed && this.registered;
+  }
+
+  isRetired(): boolean {
+    return this.retired;
+  }
+
+  extra(): Record<string, unknown> {
+    const w = this.weightsManager.state(this.ownerId);
+    return {
+      generation: this.generation,
+      bundleDir: this.bundle.dir,
+      residency: this.residency,
+      resident: w?.resident ?? false,
+      weightBytes: this.weightBytes,
+      scratchBytes: this.scratchBytes,
+      weightLoads: w?.loads ?? 0,
+      weightEvicts: w?.evicts ?? 0,
+      loadMs: Math.round(this.loadMs * 10) / 10,
+      programs: this.programRecords(),
+      probe: this.probe,
+      queue: { running: this.limiter.active, queued: this.limiter.queued },
+      ...this.budgetInfo(),
+    };
+  }
+
+  stats(): ModelStats {
+    const c = this.counters;
+    const copy = (s: MutableStat) => ({ count: s.count, ns: s.ns });
+    return {
+      inferenceCount: c.inferenceCount,
+      executionCount: c.executionCount,
+      lastInference: c.lastInference,
+      success: copy(c.success),
+      fail: copy(c.fail),
+      queue: copy(c.queue),
+      computeInput: copy(c.computeInput),
+      computeInfer: copy(c.computeInfer),
+      computeOutput: copy(c.computeOutput),
+    };
+  }
+
+  /** Program for a (variant, batch size): the per-size module or the module serving every size. */
+  programFor(variant: number | null, batchSize: number): { module: BundleModule; program: LoadedProgram } {
+    let fallback: { module: BundleModule; program: LoadedProgram } | undefined;
+    for (const [module, program] of this.programsByModule) {
+      if (module.variant !== variant) continue;
+      if (module.batchSize === batchSize) return { module, program };
+      if (module.batchSize === null) fallback = { module, program };
+    }
+    if (fallback) return fallback;
+    throw new XlaserveError("INTERNAL", `model "${this.name}": no program for variant ${variant}, batch size ${batchSize}`);
+  }
+
+  /** Variants as the probe enumerates them. */
+  variants(): (number | null)[] {
+    const n = this.bundle.manifest.inputShapeVariants.length;
+    return n === 0 ? [null] : [...Array(n).keys()];
+  }
+
+  /** Row-major shape of input `index` for a (variant, batch size) program. */
+  inputShape(index: number, variant: number | null, batchSize: number): number[] {
+    const spec = this.inputs[index];
+    if (!spec) throw new XlaserveError("INTERNAL", `no input ${index}`);
+    const variantShape = variant === null ? undefined : this.bundle.manifest.inputShapeVariants[variant]?.shapes[spec.name];
+    return spec.dims.map((d, axis) => {
+      if (d.kind === "fixed") return d.size;
+      if (d.kind === "batch") return batchSize;
+      const v = variantShape?.[axis];
+      if (v === undefined || v < 0) throw new XlaserveError("INTERNAL", `input ${spec.name}: axis ${axis} has no size`);
+      return v;
+    });
+  }
+
+  private pickVariant(inputs: ReadonlyMap<string, HostTensor>): number | null {
+    const variants = this.bundle.manifest.inputShapeVariants;
+    if (variants.length === 0) return null;
+    for (const variant of variants) {
+      const fits = this.inputs.every((spec) => {
+        const t = inputs.get(spec.name);
+        const want = variant.shapes[spec.name];
+        if (!t || !want) return false;
+        return want.length === t.shape.length && want.every((d, i) => d === -1 || d === t.shape[i]);
+      });
+      if (fits) return variant.index;
+    }
+    const shapes = this.inputs.map((s) => `${s.name} [${inputs.get(s.name)?.shape.join(", ")}]`).join(", ");
+    throw new XlaserveError("INVALID_ARGUMENT", `model "${this.name}": input shapes ${shapes} match none of its compiled input_shapes variants`);
+  }
+
+  private requestBatch(inputs: ReadonlyMap<string, HostTensor>): number | null {
+    for (const spec of this.inputs) {
+      if (spec.batchAxis === null) continue;
+      const t = inputs.get(spec.name);
+      const b = t?.shape[spec.batchAxis];
+      if (b !== undefined) return b;
+    }
+    return null;
+  }
+
+  async infer(request: InferRequest): Promise<Map<string, HostTensor>> {
+    if (this.retired) {
+      if (this.successor) return this.successor.infer(request);
+      throw this.retiredError ?? new XlaserveError("UNAVAILABLE", `model "${this.name}" was unloaded`);
+    }
+    if (this.disposed) throw new XlaserveError("UNAVAILABLE", `model "${this.name}" is not loaded`);
+    const t0 = performance.now();
+    const c = this.counters;
+    this.hooks.queueDepth?.(this.name, this.limiter.queued + 1);
+    try {
+      await this.limiter.acquire(request.signal);
+    } catch (err) {
+      this.hooks.queueDepth?.(this.name, this.limiter.queued);
+      c.fail.count++;
+      c.fail.ns += nsSince(t0);
+      throw err;
+    }
+    this.hooks.queueDepth?.(this.name, this.limiter.queued);
+    c.queue.count++;
+    c.queue.ns += nsSince(t0);
+    try {
+      const out = await this.run(request.inputs);
+      c.inferenceCount += this.requestBatch(request.inputs) ?? 1;
+      c.executionCount++;
+      c.lastInference = Date.now();
+      c.success.count++;
+      c.success.ns += nsSince(t0);
+      return out;
+    } catch (err) {
+      c.fail.count++;
+      c.fail.ns += nsSince(t0);
+      throw err;
+    } finally {
+      this.limiter.release();
+    }
+  }
+
+  /** Runs one request on the device (the caller holds a concurrency slot). */
+  private async run(inputs: ReadonlyMap<string, HostTensor>): Promise<Map<string, HostTensor>> {
+    const variant = this.pickVariant(inputs);
+    const batch = this.requestBatch(inputs);
+    const size = batch === null ? (this.compiledBatchSizes[0] ?? 1) : chooseBatchSize(this.compiledBatchSizes, batch);
+    if (size === undefined) {
+      throw new XlaserveError(
+        "INVALID_ARGUMENT",
+        `model "${this.name}": batch ${batch} exceeds the largest compiled batch size ${this.maxBatchSize}`,
+      );
+    }
+    const { program } = this.programFor(variant, size);
+    const c = this.counters;
+    return this.deviceLock.shared(async () => {
+      const tIn = performance.now();
+      const lease = await this.weightsManager.acquire(this.ownerId);
+      const args: DeviceBuffer[] = [];
+      let results: DeviceBuffer[] = [];
+      try {
+        for (const spec of this.inputs) {
+          const t = inputs.get(spec.name);
+          if (!t) throw new XlaserveError("INVALID_ARGUMENT", `model "${this.name}": missing input "${spec.name}"`);
+          const padded = spec.batchAxis !== null && batch !== null ? padAxis(t, spec.batchAxis, size) : t;
+          args.push(await this.backend.upload(padded));
+        }
+        c.computeInput.count++;
+        c.computeInput.ns += nsSince(tIn);
+        const tRun = performance.now();
+        results = await this.backend.execute(program.executable, [...args, ...lease.buffers]);
+        const runSeconds = (performance.now() - tRun) / 1000;
+        c.computeInfer.count++;
+        c.computeInfer.ns += Math.round(runSeconds * 1e9);
+        this.hooks.computeSeconds?.(this.name, runSeconds);
+        const tOut = performance.now();
+        const out = new Map<string, HostTensor>();
+        for (let i = 0; i < this.outputs.length; i++) {
+          const spec = this.outputs[i];
+          const buffer = results[i];
+          if (!spec || !buffer) continue;
+          let host = await this.backend.download(buffer);
+          if (spec.batchAxis !== null && batch !== null && batch !== size) host = sliceAxis(host, spec.batchAxis, batch);
+          out.set(spec.name, host);
+        }
+        c.computeOutput.count++;
+        c.computeOutput.ns += nsSince(tOut);
+        return out;
+      } finally {
+        for (const b of args) b.dispose();
+        for (const b of results) b.dispose();
+        lease.release();
+      }
+    });
+  }
+
+  /**
+   * The memory probe (issue 7, ARCHITECTURE rule 5): with the weights resident, reset the
+   * peak-memory mark, run every (variant, batch size) on zero inputs and record the run scratch as
+   * peak minus what was resident before. Runs with the device to itself, so no other model's run
+   * inflates the peak. Doubles as the warm-up.
+   */
+  async runProbe(): Promise<ProbeResult> {
+    return this.deviceLock.exclusive(async () => {
+      const lease = await this.weightsManager.acquire(this.ownerId);
+      const perProgram: { variant: number | null; batchSize: number; scratchBytes: number; ms: number }[] = [];
+      let peakReset = true;
+      try {
+        for (const variant of this.variants()) {
+          for (const size of this.compiledBatchSizes) {
+            const { program } = this.programFor(variant, size);
+            const before = this.backend.memoryStats().inUseBytes;
+            try {
+              this.backend.resetPeakMemory();
+            } catch {
+              peakReset = false;
+            }
+            const t0 = performance.now();
+            const args: DeviceBuffer[] = [];
+            let results: DeviceBuffer[] = [];
+            try {
+              for (let i = 0; i < this.inputs.length; i++) {
+                const spec = this.inputs[i] as TensorSpec;
+                args.push(await this.backend.upload(zeros(spec.dtype, this.inputShape(i, variant, size))));
+              }
+              results = await this.backend.execute(program.executable, [...args, ...lease.buffers]);
+            } finally {
+              for (const b of results) b.dispose();
+              for (const b of args) b.dispose();
+            }
+            const peak = this.backend.memoryStats().peakBytes;
+            perProgram.push({
+              variant,
+              batchSize: size,
+              scratchBytes: Math.max(0, peak - before),
+              ms: Math.round((performance.now() - t0) * 100) / 100,
+            });
+          }
+        }
+      } finally {
+        lease.release();
+      }
+      const scratchBytes = Math.max(0, ...perProgram.map((p) => p.scratchBytes));
+      this.scratchBytes = scratchBytes;
+      this.probe = { weightBytes: this.weightBytes, scratchBytes, perProgram, peakReset };
+      return this.probe;
+    });
+  }
+
+  /** Retires this version: new requests go to `successor` (or fail as unloaded when null). */
+  retire(successor: RuntimeModel | null, error?: XlaserveError): void {
+    this.retired = true;
+    this.successor = successor;
+    this.retiredError = error ?? null;
+  }
+
+  /** Resolves once no request runs or waits on this version. */
+  drain(): Promise<void> {
+    return this.limiter.idle();
+  }
+
+  /** Frees the programs and the weights. Call after drain(). */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (!this.retired) this.retired = true;
+    this.weightsManager.unregister(this.ownerId);
+    for (const p of this.programsByModule.values()) p.executable.dispose();
+  }
+
+  isDisposed(): boolean {
+    return this.disposed;
+  }
+}

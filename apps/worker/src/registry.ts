@@ -1,0 +1,489 @@
+import { existsSync } from "node:fs";
+import { totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import type { AbstractBackend, HostTensor, Logger } from "@xlaserve/core";
+import { XlaserveError, asXlaserveError } from "@xlaserve/core";
+import { bundleFingerprint } from "@xlaserve/core/bundle/fingerprint.ts";
+import { discoverBundles, loadBundle } from "@xlaserve/core/bundle/load.ts";
+import type { BundleModule } from "@xlaserve/core/bundle/types.ts";
+import type {
+  ModelRegistryView,
+  ModelState,
+  RepositoryEntry,
+  ServedModel,
+  ServerInfo,
+} from "@xlaserve/server/contract.ts";
+import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "./budget.ts";
+import { DeviceLock } from "./limiter.ts";
+import { type LoadedProgram, type ProgramSource, RuntimeModel, type RuntimeHooks } from "./model.ts";
+import { WeightManager } from "./weights.ts";
+
+export interface RegistryOptions {
+  readonly repository: string;
+  readonly backend: AbstractBackend;
+  readonly platform: string;
+  readonly programs: ProgramSource;
+  readonly log: Logger;
+  readonly memory: {
+    readonly weightFraction: number;
+    readonly wiggle: number;
+    readonly defaultResidency: Residency;
+    readonly residency?: Readonly<Record<string, Residency>>;
+    /** Overrides the device's limit (the CPU engine: host memory given to the worker). */
+    readonly limitBytes?: number;
+  };
+  readonly concurrency: { readonly perModel: number; readonly queueDepth: number };
+  readonly serverInfo: () => ServerInfo;
+  readonly hooks?: RegistryHooks;
+}
+
+export interface RegistryHooks extends RuntimeHooks {
+  weightLoad?(model: string, bytes: number, seconds: number): void;
+  weightEvict?(model: string, bytes: number): void;
+  programLoaded?(model: string, program: LoadedProgram): void;
+  budgetResolved?(budget: WeightBudget): void;
+}
+
+interface Slot {
+  readonly name: string;
+  dir: string;
+  current: RuntimeModel | null;
+  state: ModelState;
+  reason: string;
+  /** Serializes loads/unloads of one name. */
+  chain: Promise<void>;
+  /** Fingerprint of the bundle files the last attempt (success or failure) saw. */
+  attempted: string;
+}
+
+export type BudgetCause = "startup" | "load" | "replace" | "remove";
+
+/**
+ * The model repository as served: one slot per model name with its current version, its state and
+ * the reason it is not READY. Loads run in the background and swap in atomically; the weight
+ * budget is re-resolved in place whenever the set of models changes (issue 7).
+ */
+export class ModelRegistry implements ModelRegistryView {
+  readonly weights: WeightManager;
+  readonly deviceLock = new DeviceLock();
+  private readonly slots = new Map<string, Slot>();
+  private budget: WeightBudget | null = null;
+  private generation = 0;
+  private draining = false;
+  private starting = true;
+  private readonly log: Logger;
+
+  constructor(private readonly options: RegistryOptions) {
+    this.log = options.log;
+    const hooks = options.hooks ?? {};
+    this.weights = new WeightManager(options.log, {
+      onLoad: (model, bytes, seconds) => hooks.weightLoad?.(model, bytes, seconds),
+      onEvict: (model, bytes) => hooks.weightEvict?.(model, bytes),
+    });
+  }
+
+  get repository(): string {
+    return resolve(this.options.repository);
+  }
+
+  // ---- ModelRegistryView -------------------------------------------------------------------
+
+  serverInfo(): ServerInfo {
+    return this.options.serverInfo();
+  }
+
+  isLive(): boolean {
+    return true;
+  }
+
+  isReady(): boolean {
+    if (this.draining || this.starting) return false;
+    for (const slot of this.slots.values()) if (slot.state === "LOADING") return false;
+    return true;
+  }
+
+  repositoryIndex(): RepositoryEntry[] {
+    const names = new Set(this.slots.keys());
+    let onDisk: { name: string }[] = [];
+    try {
+      onDisk = discoverBundles(this.repository);
+    } catch {
+      onDisk = [];
+    }
+    for (const b of onDisk) names.add(b.name);
+    return [...names].sort().map((name) => {
+      const slot = this.slots.get(name);
+      if (!slot) return { name, version: "1", state: "UNAVAILABLE" as ModelState, reason: "unloaded" };
+      return { name, version: "1", state: slot.state, reason: slot.reason };
+    });
+  }
+
+  getModel(name: string, version?: string): ServedModel | undefined {
+    if (version !== undefined && version !== "" && version !== "1") return undefined;
+    return this.slots.get(name)?.current ?? undefined;
+  }
+
+  async load(name: string): Promise<void> {
+    if (name.includes("/") || name.startsWith(".")) {
+      throw new XlaserveError("INVALID_ARGUMENT", `"${name}" is not a model name`);
+    }
+    const dir = join(this.repository, name);
+    if (!existsSync(join(dir, "manifest.yaml"))) {
+      throw new XlaserveError("NOT_FOUND", `no bundle "${name}" in the model repository ${this.repository}`);
+    }
+    await this.loadFromDir(name, dir, { throwOnError: true });
+  }
+
+  async unload(name: string): Promise<void> {
+    const slot = this.slots.get(name);
+    if (!slot?.current) throw new XlaserveError("NOT_FOUND", `model "${name}" is not loaded`);
+    await this.enqueue(slot, () => this.doUnload(slot, "unloaded"));
+  }
+
+  // ---- worker API --------------------------------------------------------------------------
+
+  /** Loads every bundle of the repository (at start), then resolves the budget once. */
+  async loadAll(): Promise<void> {
+    this.starting = true;
+    try {
+      for (const b of discoverBundles(this.repository)) {
+        await this.loadFromDir(b.name, b.dir, { throwOnError: false });
+      }
+    } finally {
+      this.starting = false;
+    }
+    this.resolveBudget("startup");
+  }
+
+  /** Current model versions (for tests and the CLI). */
+  models(): RuntimeModel[] {
+    return [...this.slots.values()].flatMap((s) => (s.current ? [s.current] : []));
+  }
+
+  slotState(name: string): { state: ModelState; reason: string; attempted: string } | undefined {
+    const s = this.slots.get(name);
+    return s ? { state: s.state, reason: s.reason, attempted: s.attempted } : undefined;
+  }
+
+  currentBudget(): WeightBudget | null {
+    return this.budget;
+  }
+
+  /** Names of loaded models (slots with a current version). */
+  loadedNames(): string[] {
+    return [...this.slots.values()].filter((s) => s.current).map((s) => s.name);
+  }
+
+  /**
+   * Loads (or reloads) `name` from `dir` in the background of serving: the old version keeps
+   * serving until the new one is compiled, probed and warmed up, then the swap is atomic. A failed
+   * load leaves the old version serving with the error as its reason.
+   */
+  loadFromDir(name: string, dir: string, opts: { throwOnError: boolean; fingerprint?: string }): Promise<void> {
+    let slot = this.slots.get(name);
+    if (!slot) {
+      slot = { name, dir, current: null, state: "LOADING", reason: "", chain: Promise.resolve(), attempted: "" };
+      this.slots.set(name, slot);
+    }
+    const s = slot;
+    return this.enqueue(s, async () => {
+      try {
+        await this.doLoad(s, dir, opts.fingerprint);
+      } catch (err) {
+        if (opts.throwOnError) throw err;
+      }
+    });
+  }
+
+  /** Unloads `name` after draining (the watcher: its bundle was removed). */
+  async remove(name: string): Promise<void> {
+    const slot = this.slots.get(name);
+    if (!slot) return;
+    await this.enqueue(slot, async () => {
+      if (slot.current) await this.doUnload(slot, "removed");
+      if (this.slots.get(name) === slot && !slot.current) this.slots.delete(name);
+    });
+  }
+
+  /**
+   * Renames a loaded model in place: its folder was renamed with its files unchanged, so nothing
+   * is unloaded, compiled or probed. Returns false when it cannot (the caller loads instead).
+   */
+  async rename(from: string, to: string, dir: string): Promise<boolean> {
+    const slot = this.slots.get(from);
+    if (!slot?.current || this.slots.get(to)?.current) return false;
+    let done = false;
+    await this.enqueue(slot, async () => {
+      const model = slot.current;
+      if (!model || this.slots.get(to)?.current) return;
+      model.name = to;
+      this.slots.delete(from);
+      this.slots.set(to, {
+        name: to,
+        dir,
+        current: model,
+        state: "READY",
+        reason: "",
+        chain: Promise.resolve(),
+        attempted: slot.attempted,
+      });
+      done = true;
+      this.log.info("model renamed", { model: to, from, dir, recompiled: false });
+    });
+    return done;
+  }
+
+  /** SIGTERM: stop accepting, drain every model, free device memory. */
+  async shutdown(): Promise<void> {
+    this.draining = true;
+    const err = new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");
+    const current = this.models();
+    for (const m of current) m.retire(null, err);
+    await Promise.all(current.map((m) => m.drain()));
+    for (const m of current) m.dispose();
+    for (const s of this.slots.values()) {
+      s.current = null;
+      s.state = "UNAVAILABLE";
+      s.reason = "worker shut down";
+    }
+  }
+
+  // ---- internals ---------------------------------------------------------------------------
+
+  private enqueue(slot: Slot, fn: () => Promise<void>): Promise<void> {
+    const run = slot.chain.then(fn, fn);
+    slot.chain = run.catch(() => {});
+    return run;
+  }
+
+  private residencyFor(name: string): Residency {
+    return this.options.memory.residency?.[name] ?? this.options.memory.defaultResidency;
+  }
+
+  private limitBytes(): number {
+    if (this.options.memory.limitBytes) return this.options.memory.limitBytes;
+    try {
+      const limit = this.options.backend.memoryStats().limitBytes;
+      if (limit && limit > 0) return limit;
+    } catch {
+      // fall through to the machine's memory
+    }
+    return totalmem();
+  }
+
+  /** The budget for a set of models (the current ones, with `replace` standing in for its name). */
+  private budgetFor(models: readonly RuntimeModel[]): WeightBudget {
+    const m = this.options.memory;
+    return computeWeightBudget({
+      limitBytes: this.limitBytes(),
+      fraction: m.weightFraction,
+      wiggle: m.wiggle,
+      maxScratchBytes: Math.max(0, ...models.map((x) => x.scratchBytes)),
+      pinnedBytes: models.filter((x) => x.residency === "pinned").reduce((a, x) => a + x.weightBytes, 0),
+    });
+  }
+
+  /** Re-resolves the budget over the current models, in place. */
+  resolveBudget(cause: BudgetCause): WeightBudget {
+    const models = this.models();
+    const budget = this.budgetFor(models);
+    this.budget = budget;
+    this.weights.setBudget(budget);
+    this.options.hooks?.budgetResolved?.(budget);
+    if (!this.starting) {
+      this.log.info("weight budget resolved", {
+        cause,
+        limitBytes: budget.limitBytes,
+        fraction: budget.fraction,
+        wiggle: budget.wiggle,
+        maxScratchBytes: budget.maxScratchBytes,
+        poolBytes: budget.poolBytes,
+        pinnedBytes: budget.pinnedBytes,
+        onDemandBytes: budget.onDemandBytes,
+        pinnedOverCommit: budget.pinnedOverCommit,
+        models: models.map((x) => ({
+          name: x.name,
+          residency: x.residency,
+          weightBytes: x.weightBytes,
+          scratchBytes: x.scratchBytes,
+        })),
+        summary: `pool ${formatBytes(budget.poolBytes)} = min(${budget.fraction} x ${formatBytes(budget.limitBytes)}, (1 - ${budget.wiggle}) x ${formatBytes(budget.limitBytes)} - ${formatBytes(budget.maxScratchBytes)} scratch); on-demand ${formatBytes(budget.onDemandBytes)} after ${formatBytes(budget.pinnedBytes)} pinned`,
+      });
+    }
+    return budget;
+  }
+
+  budgetExtra(): Record<string, unknown> {
+    const b = this.budget;
+    return {
+      budget: b
+        ? {
+            limitBytes: b.limitBytes,
+            poolBytes: b.poolBytes,
+            onDemandBytes: b.onDemandBytes,
+            pinnedBytes: b.pinnedBytes,
+            maxScratchBytes: b.maxScratchBytes,
+            residentOnDemandBytes: this.weights.residentOnDemandBytes,
+          }
+        : null,
+    };
+  }
+
+  private refuse(slot: Slot, reason: string): XlaserveError {
+    const err = new XlaserveError("UNAVAILABLE", reason, { model: slot.name, refused: true });
+    if (slot.current) {
+      slot.state = "READY";
+      slot.reason = `new version refused: ${reason}`;
+    } else {
+      slot.state = "UNAVAILABLE";
+      slot.reason = reason;
+    }
+    this.log.error("model refused", { model: slot.name, reason });
+    return err;
+  }
+
+  private async doLoad(slot: Slot, dir: string, fingerprint?: string): Promise<void> {
+    const name = slot.name;
+    const t0 = performance.now();
+    const fp = fingerprint ?? bundleFingerprint(dir).key;
+    slot.attempted = fp;
+    slot.dir = dir;
+    const old = slot.current;
+    if (!old) {
+      slot.state = "LOADING";
+      slot.reason = "";
+    }
+    const programs = new Map<BundleModule, LoadedProgram>();
+    let model: RuntimeModel | null = null;
+    try {
+      const bundle = await loadBundle(dir);
+      for (const module of bundle.modules) {
+        const program = await this.options.programs(bundle, module);
+        programs.set(module, program);
+        this.options.hooks?.programLoaded?.(name, program);
+      }
+      const hostWeights: HostTensor[] = bundle.weights.argumentOrder.map((w) => copyTensor(bundle.weights.tensor(w)));
+      const weightBytes = hostWeights.reduce((a, t) => a + t.data.byteLength, 0);
+      const residency = this.residencyFor(name);
+
+      // Refuse before uploading anything when the weights alone cannot fit the pool.
+      const others = this.models().filter((m) => m.name !== name);
+      const pre = this.budgetFor(others);
+      const pinnedOthers = others.filter((m) => m.residency === "pinned").reduce((a, m) => a + m.weightBytes, 0);
+      const room = residency === "pinned" ? pre.poolBytes - pinnedOthers : pre.poolBytes;
+      if (weightBytes > room) {
+        throw this.refuse(
+          slot,
+          `weights (${formatBytes(weightBytes)}) exceed the weight pool (${formatBytes(room)}${residency === "pinned" ? " left after pinned models" : ""}; limit ${formatBytes(pre.limitBytes)}, fraction ${pre.fraction}, wiggle ${pre.wiggle}, max scratch ${formatBytes(pre.maxScratchBytes)})`,
+        );
+      }
+
+      model = new RuntimeModel({
+        bundle,
+        backend: this.options.backend,
+        platform: this.options.platform,
+        programs,
+        weights: this.weights,
+        residency,
+        hostWeights,
+        weightBytes,
+        limiter: this.options.concurrency,
+        deviceLock: this.deviceLock,
+        log: this.log.child({ model: name }),
+        hooks: this.options.hooks,
+        generation: ++this.generation,
+        fingerprint: fp,
+        loadMs: 0,
+      });
+      model.budgetInfo = () => this.budgetExtra();
+      await model.registerWeights();
+      const probe = await model.runProbe(); // also the warm-up: every program has run once
+
+      // Re-check with this model's measured scratch included.
+      const after = this.budgetFor([...others, model]);
+      const roomAfter =
+        residency === "pinned" ? after.poolBytes - (after.pinnedBytes - model.weightBytes) : after.poolBytes;
+      if (weightBytes > roomAfter) {
+        throw this.refuse(
+          slot,
+          `weights (${formatBytes(weightBytes)}) exceed the weight pool (${formatBytes(roomAfter)}) once its run scratch (${formatBytes(probe.scratchBytes)}) is counted`,
+        );
+      }
+
+      const loadMs = performance.now() - t0;
+      model.loadMs = loadMs;
+      // The atomic swap: new requests go to the new version, in-flight ones finish on the old.
+      slot.current = model;
+      slot.state = "READY";
+      slot.reason = "";
+      if (old) old.retire(model);
+      const records = model.programRecords();
+      const hits = records.filter((r) => r.outcome === "hit").length;
+      this.log.info(old ? "model reloaded" : "model loaded", {
+        model: name,
+        generation: model.generation,
+        ms: Math.round(loadMs * 10) / 10,
+        cache: `${hits}/${records.length} hit`,
+        programs: records.map((r) => ({
+          file: r.file,
+          cache: r.outcome,
+          ms: Math.round((r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs) * 10) / 10,
+        })),
+        residency,
+        weightBytes,
+        scratchBytes: probe.scratchBytes,
+        memory: `weights ${formatBytes(weightBytes)}, scratch ${formatBytes(probe.scratchBytes)}`,
+      });
+      if (!this.starting) this.resolveBudget(old ? "replace" : "load");
+      if (old) {
+        void old.drain().then(() => {
+          old.dispose();
+          if (!this.starting && !this.draining) this.weights.enforce();
+        });
+      }
+    } catch (err) {
+      if (model) {
+        await model.drain();
+        model.dispose();
+      } else {
+        for (const p of programs.values()) p.executable.dispose();
+      }
+      const e = asXlaserveError(err);
+      if (e.details.refused !== true) {
+        if (old) {
+          slot.state = "READY";
+          slot.reason = `reload failed, still serving the previous version: ${e.code}: ${e.message}`;
+        } else {
+          slot.state = "UNAVAILABLE";
+          slot.reason = `${e.code}: ${e.message}`;
+        }
+        this.log.error(old ? "model reload failed" : "model load failed", {
+          model: name,
+          code: e.code,
+          error: e.message,
+          serving: old ? "previous version" : "nothing",
+        });
+      }
+      throw e;
+    }
+  }
+
+  private async doUnload(slot: Slot, why: string): Promise<void> {
+    const old = slot.current;
+    if (!old) return;
+    slot.state = "UNLOADING";
+    slot.current = null;
+    old.retire(null);
+    await old.drain();
+    old.dispose();
+    slot.state = "UNAVAILABLE";
+    slot.reason = why;
+    this.log.info("model unloaded", { model: slot.name, reason: why });
+    if (!this.draining) this.resolveBudget("remove");
+  }
+}
+
+/** A private host copy of a weight tensor (the bundle's mapping may change under a reload). */
+function copyTensor(t: HostTensor): HostTensor {
+  return { dtype: t.dtype, shape: [...t.shape], data: t.data.slice() };
+}

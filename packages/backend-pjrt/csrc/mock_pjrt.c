@@ -1,0 +1,586 @@
+/*
+ * A mock PJRT plugin for the tests that run without a GPU. It is built by the tests with
+ * `cc -shared -fPIC` against a header generated from the TypeScript declarations, so every
+ * struct it reads is laid out by the C compiler from the same field lists the bindings use.
+ *
+ * It checks what it receives (struct_size of every args struct, field values), records calls,
+ * and returns canned results so the tests can drive load, the gate, error conversion, buffers,
+ * compile, serialize and execute. It never replaces the GPU tests.
+ *
+ * Variants, chosen at build time so each variant is its own library with its own state:
+ * -DMOCK_VARIANT='"ok"' (default) | wrong_major | wrong_minor | short_table | crash_on_load |
+ * null_api, and -DMOCK_NO_GETPJRTAPI which leaves the GetPjrtApi symbol out. The environment
+ * variable MOCK_PJRT_VARIANT, where set, overrides the built-in variant.
+ */
+#define _GNU_SOURCE /* memmem */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pjrt_gen.h"
+
+#ifndef MOCK_VARIANT
+#define MOCK_VARIANT "ok"
+#endif
+
+/* ------------------------------------------------------------ recording */
+
+static int calls[SLOT_COUNT];
+static int live_errors, live_buffers, live_events, live_executables;
+static int64_t bytes_in_use, peak_bytes;
+static char last_options[4096];
+static size_t last_options_size;
+static char client_options[1024];
+static int last_semantics = -1;
+
+static void count(int slot) { calls[slot]++; }
+
+int mock_calls(int slot) { return slot >= 0 && slot < SLOT_COUNT ? calls[slot] : -1; }
+int mock_live_errors(void) { return live_errors; }
+int mock_live_buffers(void) { return live_buffers; }
+int mock_live_events(void) { return live_events; }
+int mock_live_executables(void) { return live_executables; }
+int mock_last_semantics(void) { return last_semantics; }
+const char* mock_client_options(void) { return client_options; }
+size_t mock_last_options(void* out, size_t cap) {
+  size_t n = last_options_size < cap ? last_options_size : cap;
+  memcpy(out, last_options, n);
+  return last_options_size;
+}
+
+/* The C compiler's own offsets and sizes, as "type.field=value;" text for the layout tests. */
+const char* mock_layout(void) {
+  static char text[65536];
+  size_t used = 0;
+  for (const mock_layout_row* r = MOCK_LAYOUT; r->type; r++) {
+    used += (size_t)snprintf(text + used, sizeof text - used, "%s.%s=%zu;", r->type, r->field, r->value);
+  }
+  return text;
+}
+
+/* ------------------------------------------------------------ errors */
+
+typedef struct { int code; char message[512]; } mock_error;
+
+static void* make_error(int code, const char* fmt, ...) {
+  mock_error* e = calloc(1, sizeof *e);
+  e->code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  va_end(ap);
+  live_errors++;
+  return e;
+}
+
+/* Every entry point first checks that the caller's struct_size is the one this layout has. */
+#define CHECK(args, type)                                                                    \
+  do {                                                                                       \
+    if ((args)->struct_size != STRUCT_SIZE_##type)                                           \
+      return make_error(3, "mock: %s.struct_size is %ld", #type, (long)(args)->struct_size); \
+  } while (0)
+
+static void error_destroy(PJRT_Error_Destroy_Args* a) {
+  count(SLOT_PJRT_Error_Destroy);
+  if (a->error) {
+    free(a->error);
+    live_errors--;
+  }
+}
+static void error_message(PJRT_Error_Message_Args* a) {
+  count(SLOT_PJRT_Error_Message);
+  mock_error* e = a->error;
+  a->message = e->message;
+  a->message_size = strlen(e->message);
+}
+static void* error_getcode(PJRT_Error_GetCode_Args* a) {
+  count(SLOT_PJRT_Error_GetCode);
+  CHECK(a, PJRT_Error_GetCode_Args);
+  a->code = ((mock_error*)a->error)->code;
+  return NULL;
+}
+
+/* ------------------------------------------------------------ plugin */
+
+static void* plugin_initialize(PJRT_Plugin_Initialize_Args* a) {
+  count(SLOT_PJRT_Plugin_Initialize);
+  CHECK(a, PJRT_Plugin_Initialize_Args);
+  return NULL;
+}
+
+static PJRT_NamedValue attrs[3];
+static const int64_t current_version[3] = {1, 9, 5};
+static const int64_t minimum_version[3] = {0, 9, 0};
+
+static void set_string(PJRT_NamedValue* v, const char* name, const char* value) {
+  v->struct_size = STRUCT_SIZE_PJRT_NamedValue;
+  v->name = (void*)name;
+  v->name_size = strlen(name);
+  v->type = 0;
+  v->value.string_value = (void*)value;
+  v->value_size = strlen(value);
+}
+static void set_list(PJRT_NamedValue* v, const char* name, const int64_t* values, size_t n) {
+  v->struct_size = STRUCT_SIZE_PJRT_NamedValue;
+  v->name = (void*)name;
+  v->name_size = strlen(name);
+  v->type = 2;
+  v->value.int64_array_value = (void*)values;
+  v->value_size = n;
+}
+static void set_int(PJRT_NamedValue* v, const char* name, int64_t value) {
+  v->struct_size = STRUCT_SIZE_PJRT_NamedValue;
+  v->name = (void*)name;
+  v->name_size = strlen(name);
+  v->type = 1;
+  v->value.int64_value = value;
+  v->value_size = 1;
+}
+
+static void* plugin_attributes(PJRT_Plugin_Attributes_Args* a) {
+  count(SLOT_PJRT_Plugin_Attributes);
+  CHECK(a, PJRT_Plugin_Attributes_Args);
+  set_string(&attrs[0], "xla_version", "mock-xla-1");
+  set_list(&attrs[1], "stablehlo_current_version", current_version, 3);
+  set_list(&attrs[2], "stablehlo_minimum_version", minimum_version, 3);
+  a->attributes = attrs;
+  a->num_attributes = 3;
+  return NULL;
+}
+
+/* ------------------------------------------------------------ events */
+
+/* Events turn ready after two IsReady polls, so the async wait path really waits. */
+typedef struct { int polls; int code; char message[128]; } mock_event;
+
+static mock_event* make_event(int code, const char* message) {
+  mock_event* e = calloc(1, sizeof *e);
+  e->code = code;
+  if (message) snprintf(e->message, sizeof e->message, "%s", message);
+  live_events++;
+  return e;
+}
+
+static void* event_destroy(PJRT_Event_Destroy_Args* a) {
+  count(SLOT_PJRT_Event_Destroy);
+  CHECK(a, PJRT_Event_Destroy_Args);
+  if (a->event) {
+    free(a->event);
+    live_events--;
+  }
+  return NULL;
+}
+static void* event_isready(PJRT_Event_IsReady_Args* a) {
+  count(SLOT_PJRT_Event_IsReady);
+  CHECK(a, PJRT_Event_IsReady_Args);
+  mock_event* e = a->event;
+  a->is_ready = ++e->polls > 2;
+  return NULL;
+}
+static void* event_error(PJRT_Event_Error_Args* a) {
+  count(SLOT_PJRT_Event_Error);
+  CHECK(a, PJRT_Event_Error_Args);
+  mock_event* e = a->event;
+  if (e->polls <= 2) return make_error(9, "mock: PJRT_Event_Error on an event that is not ready");
+  return e->code ? make_error(e->code, "%s", e->message) : NULL;
+}
+static void* event_await(PJRT_Event_Await_Args* a) {
+  count(SLOT_PJRT_Event_Await);
+  CHECK(a, PJRT_Event_Await_Args);
+  mock_event* e = a->event;
+  e->polls = 3;
+  return e->code ? make_error(e->code, "%s", e->message) : NULL;
+}
+
+/* ------------------------------------------------------------ client and devices */
+
+static int client_token, device_token, description_token;
+static void* device_list[1] = {&device_token};
+
+static void* client_create(PJRT_Client_Create_Args* a) {
+  count(SLOT_PJRT_Client_Create);
+  CHECK(a, PJRT_Client_Create_Args);
+  size_t used = 0;
+  client_options[0] = 0;
+  const PJRT_NamedValue* v = a->create_options;
+  for (size_t i = 0; i < a->num_options; i++, v++) {
+    if (v->struct_size != STRUCT_SIZE_PJRT_NamedValue) return make_error(3, "mock: %s struct_size %ld", "NamedValue", (long)v->struct_size);
+    char name[64] = {0};
+    memcpy(name, v->name, v->name_size < 63 ? v->name_size : 63);
+    char value[128] = {0};
+    switch ((int)v->type) {
+      case 0: snprintf(value, sizeof value, "%.*s", (int)v->value_size, (const char*)v->value.string_value); break;
+      case 1: snprintf(value, sizeof value, "%lld", (long long)v->value.int64_value); break;
+      case 3: snprintf(value, sizeof value, "%g", (double)v->value.float_value); break;
+      case 4: snprintf(value, sizeof value, "%s", v->value.bool_value ? "true" : "false"); break;
+      default: snprintf(value, sizeof value, "type%d", (int)v->type);
+    }
+    used += (size_t)snprintf(client_options + used, sizeof client_options - used, "%s=%s;", name, value);
+  }
+  a->client = &client_token;
+  return NULL;
+}
+static void* client_destroy(PJRT_Client_Destroy_Args* a) {
+  count(SLOT_PJRT_Client_Destroy);
+  CHECK(a, PJRT_Client_Destroy_Args);
+  return NULL;
+}
+static void* client_platform_name(PJRT_Client_PlatformName_Args* a) {
+  count(SLOT_PJRT_Client_PlatformName);
+  CHECK(a, PJRT_Client_PlatformName_Args);
+  a->platform_name = "mock";
+  a->platform_name_size = 4;
+  return NULL;
+}
+static void* client_platform_version(PJRT_Client_PlatformVersion_Args* a) {
+  count(SLOT_PJRT_Client_PlatformVersion);
+  CHECK(a, PJRT_Client_PlatformVersion_Args);
+  a->platform_version = "mockrt 1.2";
+  a->platform_version_size = 10;
+  return NULL;
+}
+static void* client_devices(PJRT_Client_AddressableDevices_Args* a) {
+  count(SLOT_PJRT_Client_AddressableDevices);
+  CHECK(a, PJRT_Client_AddressableDevices_Args);
+  if (a->client != &client_token) return make_error(3, "mock: not the client");
+  a->addressable_devices = device_list;
+  a->num_addressable_devices = 1;
+  return NULL;
+}
+static void* device_get_description(PJRT_Device_GetDescription_Args* a) {
+  count(SLOT_PJRT_Device_GetDescription);
+  CHECK(a, PJRT_Device_GetDescription_Args);
+  if (a->device != &device_token) return make_error(3, "mock: unknown device");
+  a->device_description = &description_token;
+  return NULL;
+}
+static void* description_id(PJRT_DeviceDescription_Id_Args* a) {
+  count(SLOT_PJRT_DeviceDescription_Id);
+  CHECK(a, PJRT_DeviceDescription_Id_Args);
+  a->id = 0;
+  return NULL;
+}
+static void* description_kind(PJRT_DeviceDescription_Kind_Args* a) {
+  count(SLOT_PJRT_DeviceDescription_Kind);
+  CHECK(a, PJRT_DeviceDescription_Kind_Args);
+  a->device_kind = "Mock Device";
+  a->device_kind_size = 11;
+  return NULL;
+}
+static PJRT_NamedValue device_attrs[2];
+static void* description_attributes(PJRT_DeviceDescription_Attributes_Args* a) {
+  count(SLOT_PJRT_DeviceDescription_Attributes);
+  CHECK(a, PJRT_DeviceDescription_Attributes_Args);
+  set_string(&device_attrs[0], "compute_capability", "9.0");
+  set_int(&device_attrs[1], "core_count", 132);
+  a->attributes = device_attrs;
+  a->num_attributes = 2;
+  return NULL;
+}
+static void* device_memory_stats(PJRT_Device_MemoryStats_Args* a) {
+  count(SLOT_PJRT_Device_MemoryStats);
+  CHECK(a, PJRT_Device_MemoryStats_Args);
+  a->bytes_in_use = bytes_in_use;
+  a->peak_bytes_in_use = peak_bytes;
+  a->peak_bytes_in_use_is_set = true;
+  a->bytes_limit = 1 << 30;
+  a->bytes_limit_is_set = true;
+  return NULL;
+}
+static void* device_clear_memory_stats(PJRT_Device_ClearMemoryStats_Args* a) {
+  count(SLOT_PJRT_Device_ClearMemoryStats);
+  CHECK(a, PJRT_Device_ClearMemoryStats_Args);
+  peak_bytes = bytes_in_use;
+  return NULL;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+typedef struct { int type; int64_t dims[8]; size_t ndims; size_t size; unsigned char* data; } mock_buffer;
+
+static size_t element_size(int type) {
+  switch (type) {
+    case 1: case 2: case 6: return 1;           /* PRED S8 U8 */
+    case 3: case 7: case 10: case 13: return 2; /* S16 U16 F16 BF16 */
+    case 4: case 8: case 11: return 4;          /* S32 U32 F32 */
+    case 5: case 9: case 12: return 8;          /* S64 U64 F64 */
+    default: return 0;
+  }
+}
+
+static mock_buffer* make_buffer(int type, const int64_t* dims, size_t ndims) {
+  mock_buffer* b = calloc(1, sizeof *b);
+  b->type = type;
+  b->ndims = ndims;
+  size_t n = 1;
+  for (size_t i = 0; i < ndims; i++) {
+    b->dims[i] = dims[i];
+    n *= (size_t)dims[i];
+  }
+  b->size = n * element_size(type);
+  b->data = calloc(1, b->size ? b->size : 1);
+  live_buffers++;
+  bytes_in_use += (int64_t)b->size;
+  if (bytes_in_use > peak_bytes) peak_bytes = bytes_in_use;
+  return b;
+}
+
+static void* buffer_from_host(PJRT_Client_BufferFromHostBuffer_Args* a) {
+  count(SLOT_PJRT_Client_BufferFromHostBuffer);
+  CHECK(a, PJRT_Client_BufferFromHostBuffer_Args);
+  if (a->device != &device_token) return make_error(3, "mock: upload to an unknown device");
+  if (a->num_dims > 8) return make_error(3, "mock: %s %ld dims", "too many", (long)a->num_dims);
+  if (element_size(a->type) == 0) return make_error(12, "mock: %s %ld", "unsupported element type", (long)a->type);
+  last_semantics = a->host_buffer_semantics;
+  mock_buffer* b = make_buffer(a->type, a->dims, a->num_dims);
+  memcpy(b->data, a->data, b->size);
+  a->buffer = b;
+  a->done_with_host_buffer = make_event(0, NULL);
+  return NULL;
+}
+static void* buffer_destroy(PJRT_Buffer_Destroy_Args* a) {
+  count(SLOT_PJRT_Buffer_Destroy);
+  CHECK(a, PJRT_Buffer_Destroy_Args);
+  mock_buffer* b = a->buffer;
+  if (b) {
+    bytes_in_use -= (int64_t)b->size;
+    free(b->data);
+    free(b);
+    live_buffers--;
+  }
+  return NULL;
+}
+static void* buffer_element_type(PJRT_Buffer_ElementType_Args* a) {
+  count(SLOT_PJRT_Buffer_ElementType);
+  CHECK(a, PJRT_Buffer_ElementType_Args);
+  a->type = ((mock_buffer*)a->buffer)->type;
+  return NULL;
+}
+static void* buffer_dimensions(PJRT_Buffer_Dimensions_Args* a) {
+  count(SLOT_PJRT_Buffer_Dimensions);
+  CHECK(a, PJRT_Buffer_Dimensions_Args);
+  mock_buffer* b = a->buffer;
+  a->dims = b->dims;
+  a->num_dims = b->ndims;
+  return NULL;
+}
+static void* buffer_device_size(PJRT_Buffer_OnDeviceSizeInBytes_Args* a) {
+  count(SLOT_PJRT_Buffer_OnDeviceSizeInBytes);
+  CHECK(a, PJRT_Buffer_OnDeviceSizeInBytes_Args);
+  a->on_device_size_in_bytes = ((mock_buffer*)a->buffer)->size;
+  return NULL;
+}
+static void* buffer_to_host(PJRT_Buffer_ToHostBuffer_Args* a) {
+  count(SLOT_PJRT_Buffer_ToHostBuffer);
+  CHECK(a, PJRT_Buffer_ToHostBuffer_Args);
+  mock_buffer* b = a->src;
+  if (!a->dst) {
+    a->dst_size = b->size;
+    return NULL;
+  }
+  if (a->dst_size < b->size) return make_error(3, "mock: %s %ld bytes", "dst too small for", (long)b->size);
+  memcpy(a->dst, b->data, b->size);
+  a->event = make_event(0, NULL);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ executables */
+
+typedef struct { char* code; size_t code_size; int loaded; } mock_exec;
+
+static mock_exec* make_exec(const char* code, size_t size) {
+  mock_exec* e = calloc(1, sizeof *e);
+  e->code = malloc(size + 1);
+  memcpy(e->code, code, size);
+  e->code[size] = 0;
+  e->code_size = size;
+  live_executables++;
+  return e;
+}
+
+static void* client_compile(PJRT_Client_Compile_Args* a) {
+  count(SLOT_PJRT_Client_Compile);
+  CHECK(a, PJRT_Client_Compile_Args);
+  const PJRT_Program* p = a->program;
+  if (p->struct_size != STRUCT_SIZE_PJRT_Program) return make_error(3, "mock: %s %ld", "PJRT_Program.struct_size", (long)p->struct_size);
+  if (p->format_size != 4 || memcmp(p->format, "mlir", 4) != 0) return make_error(3, "mock: program format is not mlir");
+  /* XLA aborts the whole process on empty compile options; so does the mock. */
+  if (a->compile_options_size == 0) {
+    fprintf(stderr, "mock compiler: Check failed: replica_count > 0\n");
+    abort();
+  }
+  last_options_size = a->compile_options_size;
+  memcpy(last_options, a->compile_options, a->compile_options_size < sizeof last_options ? a->compile_options_size : sizeof last_options);
+  char* code = p->code;
+  if (memmem(code, p->code_size, "mock.crash", 10)) {
+    fprintf(stderr, "mock compiler: Check failed: the module asked to crash\n");
+    abort();
+  }
+  if (memmem(code, p->code_size, "mock.fail", 9)) return make_error(3, "mock: cannot parse %s at line %ld", "module", 1L);
+  mock_exec* e = make_exec(code, p->code_size);
+  e->loaded = 1;
+  a->executable = e;
+  return NULL;
+}
+static void* loaded_destroy(PJRT_LoadedExecutable_Destroy_Args* a) {
+  count(SLOT_PJRT_LoadedExecutable_Destroy);
+  CHECK(a, PJRT_LoadedExecutable_Destroy_Args);
+  mock_exec* e = a->executable;
+  if (e) {
+    free(e->code);
+    free(e);
+    live_executables--;
+  }
+  return NULL;
+}
+static void* loaded_get_executable(PJRT_LoadedExecutable_GetExecutable_Args* a) {
+  count(SLOT_PJRT_LoadedExecutable_GetExecutable);
+  CHECK(a, PJRT_LoadedExecutable_GetExecutable_Args);
+  mock_exec* l = a->loaded_executable;
+  mock_exec* e = make_exec(l->code, l->code_size);
+  a->executable = e;
+  return NULL;
+}
+static void* executable_destroy(PJRT_Executable_Destroy_Args* a) {
+  count(SLOT_PJRT_Executable_Destroy);
+  CHECK(a, PJRT_Executable_Destroy_Args);
+  mock_exec* e = a->executable;
+  if (e) {
+    free(e->code);
+    free(e);
+    live_executables--;
+  }
+  return NULL;
+}
+static void* executable_num_outputs(PJRT_Executable_NumOutputs_Args* a) {
+  count(SLOT_PJRT_Executable_NumOutputs);
+  CHECK(a, PJRT_Executable_NumOutputs_Args);
+  a->num_outputs = 2;
+  return NULL;
+}
+
+static void free_serialized(void* p) { free(p); }
+
+static void* executable_serialize(PJRT_Executable_Serialize_Args* a) {
+  count(SLOT_PJRT_Executable_Serialize);
+  CHECK(a, PJRT_Executable_Serialize_Args);
+  const mock_exec* e = a->executable;
+  char* bytes = malloc(e->code_size + 9);
+  memcpy(bytes, "MOCKEXEC:", 9);
+  memcpy(bytes + 9, e->code, e->code_size);
+  a->serialized_bytes = bytes;
+  a->serialized_bytes_size = e->code_size + 9;
+  a->serialized_executable = bytes;
+  a->serialized_executable_deleter = (void*)free_serialized;
+  return NULL;
+}
+static void* deserialize_and_load(PJRT_Executable_DeserializeAndLoad_Args* a) {
+  count(SLOT_PJRT_Executable_DeserializeAndLoad);
+  CHECK(a, PJRT_Executable_DeserializeAndLoad_Args);
+  const char* s = a->serialized_executable;
+  if (a->serialized_executable_size < 9 || memcmp(s, "MOCKEXEC:", 9) != 0) {
+    return make_error(15, "mock: %s (%ld bytes)", "not a serialized mock executable", (long)a->serialized_executable_size);
+  }
+  mock_exec* e = make_exec(s + 9, a->serialized_executable_size - 9);
+  e->loaded = 1;
+  a->loaded_executable = e;
+  return NULL;
+}
+
+/*
+ * Canned execution: output 0 is f32 shaped like argument 0, element i the sum over arguments j
+ * of arg_j[i % len_j] (all f32); output 1 is an s32 [1] holding the number of arguments.
+ */
+static void* execute(PJRT_LoadedExecutable_Execute_Args* a) {
+  count(SLOT_PJRT_LoadedExecutable_Execute);
+  CHECK(a, PJRT_LoadedExecutable_Execute_Args);
+  const PJRT_ExecuteOptions* o = a->options;
+  if (!o || o->struct_size != STRUCT_SIZE_PJRT_ExecuteOptions) return make_error(3, "mock: %s %ld", "PJRT_ExecuteOptions.struct_size", o ? (long)o->struct_size : -1L);
+  if (a->num_devices != 1) return make_error(3, "mock: %s %ld", "num_devices", (long)a->num_devices);
+  if (a->num_args == 0) return make_error(3, "mock: no arguments");
+  mock_buffer* const* args = ((mock_buffer* const* const*)a->argument_lists)[0];
+  for (size_t j = 0; j < a->num_args; j++) {
+    if (!args[j] || args[j]->type != 11) return make_error(3, "mock: argument %ld is not f32", (long)j);
+  }
+  mock_buffer* out0 = make_buffer(11, args[0]->dims, args[0]->ndims);
+  float* dst = (float*)out0->data;
+  size_t n = out0->size / 4;
+  for (size_t i = 0; i < n; i++) {
+    float s = 0;
+    for (size_t j = 0; j < a->num_args; j++) {
+      size_t len = args[j]->size / 4;
+      if (len) s += ((float*)args[j]->data)[i % len];
+    }
+    dst[i] = s;
+  }
+  int64_t one = 1;
+  mock_buffer* out1 = make_buffer(4, &one, 1);
+  *(int32_t*)out1->data = (int32_t)a->num_args;
+  mock_buffer** outputs = ((mock_buffer** const*)a->output_lists)[0];
+  outputs[0] = out0;
+  outputs[1] = out1;
+  if (a->device_complete_events) ((void**)a->device_complete_events)[0] = make_event(0, NULL);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ the table */
+
+static API_TABLE_TYPE api;
+
+#ifndef MOCK_NO_GETPJRTAPI
+const API_TABLE_TYPE* GetPjrtApi(void) {
+#else
+const API_TABLE_TYPE* NotGetPjrtApi(void) {
+#endif
+  const char* variant = getenv("MOCK_PJRT_VARIANT");
+  if (!variant) variant = MOCK_VARIANT;
+  if (strcmp(variant, "crash_on_load") == 0) {
+    fprintf(stderr, "mock plugin: crashing on load as asked\n");
+    abort();
+  }
+  if (strcmp(variant, "null_api") == 0) return NULL;
+  memset(&api, 0, sizeof api);
+  api.struct_size = STRUCT_SIZE_PJRT_Api_0_113;
+  api.pjrt_api_version.struct_size = STRUCT_SIZE_PJRT_Api_Version;
+  api.pjrt_api_version.major_version = 0;
+  api.pjrt_api_version.minor_version = 115;
+  if (strcmp(variant, "wrong_major") == 0) api.pjrt_api_version.major_version = 1;
+  if (strcmp(variant, "wrong_minor") == 0) api.pjrt_api_version.minor_version = 90;
+  if (strcmp(variant, "short_table") == 0) api.struct_size = STRUCT_SIZE_PJRT_Api_0_113 - 8 * 20;
+  api.PJRT_Error_Destroy = (void*)error_destroy;
+  api.PJRT_Error_Message = (void*)error_message;
+  api.PJRT_Error_GetCode = (void*)error_getcode;
+  api.PJRT_Plugin_Initialize = (void*)plugin_initialize;
+  api.PJRT_Plugin_Attributes = (void*)plugin_attributes;
+  api.PJRT_Event_Destroy = (void*)event_destroy;
+  api.PJRT_Event_IsReady = (void*)event_isready;
+  api.PJRT_Event_Error = (void*)event_error;
+  api.PJRT_Event_Await = (void*)event_await;
+  api.PJRT_Client_Create = (void*)client_create;
+  api.PJRT_Client_Destroy = (void*)client_destroy;
+  api.PJRT_Client_PlatformName = (void*)client_platform_name;
+  api.PJRT_Client_PlatformVersion = (void*)client_platform_version;
+  api.PJRT_Client_AddressableDevices = (void*)client_devices;
+  api.PJRT_Client_Compile = (void*)client_compile;
+  api.PJRT_Client_BufferFromHostBuffer = (void*)buffer_from_host;
+  api.PJRT_DeviceDescription_Id = (void*)description_id;
+  api.PJRT_DeviceDescription_Attributes = (void*)description_attributes;
+  api.PJRT_DeviceDescription_Kind = (void*)description_kind;
+  api.PJRT_Device_GetDescription = (void*)device_get_description;
+  api.PJRT_Device_MemoryStats = (void*)device_memory_stats;
+  api.PJRT_Device_ClearMemoryStats = (void*)device_clear_memory_stats;
+  api.PJRT_Executable_Destroy = (void*)executable_destroy;
+  api.PJRT_Executable_NumOutputs = (void*)executable_num_outputs;
+  api.PJRT_Executable_Serialize = (void*)executable_serialize;
+  api.PJRT_Executable_DeserializeAndLoad = (void*)deserialize_and_load;
+  api.PJRT_LoadedExecutable_Destroy = (void*)loaded_destroy;
+  api.PJRT_LoadedExecutable_GetExecutable = (void*)loaded_get_executable;
+  api.PJRT_LoadedExecutable_Execute = (void*)execute;
+  api.PJRT_Buffer_Destroy = (void*)buffer_destroy;
+  api.PJRT_Buffer_ElementType = (void*)buffer_element_type;
+  api.PJRT_Buffer_Dimensions = (void*)buffer_dimensions;
+  api.PJRT_Buffer_ToHostBuffer = (void*)buffer_to_host;
+  api.PJRT_Buffer_OnDeviceSizeInBytes = (void*)buffer_device_size;
+  return &api;
+}

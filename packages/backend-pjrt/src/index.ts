@@ -1,0 +1,10 @@
+export { createPjrtBackend, PjrtBackend, type PjrtBackendOptions, clientOptionsFor } from "./backend.ts";
+export { probePjrtPlugin, probeInProcess, type PjrtProbeResult, type PjrtProbeFacts } from "./probe.ts";
+export { compileOptionsProto, DETERMINISTIC_FLAGS } from "./compile-options.ts";
+export { compileInChild } from "./isolated/isolated-compile.ts";
+export { PjrtApi } from "./api/pjrt-api.ts";
+export { gateTable, type TableFacts } from "./api/gate.ts";
+export { VERIFIED_LAYOUTS, LAYOUT_0_113 } from "./abi/slots.ts";
+export { PjrtBuffer } from "./runtime/buffer.ts";
+export { PjrtExecutable } from "./runtime/executable.ts";
+export type { NamedOption } from "./runtime/named-values.ts";

@@ -1,0 +1,209 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type HostTensor, isXlaserveError } from "@xlaserve/core";
+import { LAYOUT_0_113 } from "../src/abi/slots.ts";
+import { PjrtBackend, createPjrtBackend } from "../src/backend.ts";
+import { compileOptionsProto } from "../src/compile-options.ts";
+import { buildMock, mockControls } from "./support/build-mock.ts";
+
+const slot = (name: string) => LAYOUT_0_113.slots.indexOf(name);
+const f32 = (shape: number[], values: number[]): HostTensor => ({
+  dtype: "f32",
+  shape,
+  data: new Float32Array(new ArrayBuffer(values.length * 4)).map((_, i) => values[i] ?? 0),
+});
+const MODULE = { bytes: new TextEncoder().encode("module @m { func.func @main() }"), format: "text" as const, origin: "m.mlir" };
+
+let path: string;
+let mock: ReturnType<typeof mockControls>;
+let backend: PjrtBackend;
+
+beforeAll(() => {
+  path = buildMock("ok");
+  mock = mockControls(path);
+  backend = createPjrtBackend({ pluginPath: path, memoryFraction: 0.5, isolateCompile: false });
+});
+afterAll(async () => {
+  await backend.dispose();
+});
+
+describe("PJRT backend on the mock plugin", () => {
+  test("client options are marshaled as named values (preallocate off by default)", () => {
+    expect(mock.clientOptions()).toBe("preallocate=false;memory_fraction=0.5;");
+  });
+
+  test("identity, devices and plugin attributes", () => {
+    const id = backend.identity();
+    expect(id.backend).toBe("pjrt");
+    expect(id.platform).toBe("mock");
+    expect(id.buildId).toMatch(/^mock-xla-1\+[0-9a-f]{16}$/);
+    expect(id.runtimeVersion).toBe("mockrt 1.2");
+    expect(id.deviceKind).toBe("Mock Device");
+    expect(id.computeCapability).toBe("9.0");
+    expect(backend.devices()).toEqual([{ id: 0, kind: "Mock Device", attributes: { compute_capability: "9.0", core_count: 132 } }]);
+    expect(backend.attributes.stablehloCurrentVersion).toBe("1.9.5");
+  });
+
+  test("upload / download round-trips bytes, waiting on done-with-host-buffer", async () => {
+    const before = mock.calls(slot("PJRT_Event_IsReady"));
+    const t = f32([2, 3], [1, 2, 3, 4, 5, 6]);
+    using b = await backend.upload(t);
+    expect(mock.lastSemantics()).toBe(1); // kImmutableUntilTransferCompletes
+    expect(b.shape).toEqual([2, 3]);
+    expect(b.byteLength).toBe(24);
+    const back = await backend.download(b);
+    expect(Array.from(back.data as Float32Array)).toEqual([1, 2, 3, 4, 5, 6]);
+    // Each mock event needs three polls: the waits really polled, asynchronously.
+    expect(mock.calls(slot("PJRT_Event_IsReady")) - before).toBeGreaterThanOrEqual(6);
+    expect(mock.liveEvents()).toBe(0);
+  });
+
+  test("compile sends the options proto; execute reuses weights and returns every output", async () => {
+    const exe = await backend.compile(MODULE, { deterministic: true });
+    expect(Buffer.from(mock.lastCompileOptions()).equals(Buffer.from(compileOptionsProto({ deterministic: true })))).toBe(true);
+    expect(exe.outputCount).toBe(2);
+    const weight = await backend.upload(f32([3], [10, 20, 30]));
+    for (const x of [1, 2]) {
+      const input = await backend.upload(f32([3], [x, x, x]));
+      const [sum, count] = await backend.execute(exe, [input, weight]);
+      expect(Array.from((await backend.download(sum!)).data as Float32Array)).toEqual([10 + x, 20 + x, 30 + x]);
+      const n = await backend.download(count!);
+      expect(n.dtype).toBe("i32");
+      expect(Array.from(n.data as Int32Array)).toEqual([2]);
+      for (const b of [input, sum!, count!]) b.dispose();
+    }
+    // the weight survived both calls
+    expect(Array.from((await backend.download(weight)).data as Float32Array)).toEqual([10, 20, 30]);
+    weight.dispose();
+    exe.dispose();
+    expect(mock.liveBuffers()).toBe(0);
+  });
+
+  test("serialize / deserialize gives a program that runs the same", async () => {
+    const exe = await backend.compile(MODULE, {});
+    const bytes = await backend.serialize(exe);
+    expect(new TextDecoder().decode(bytes.slice(0, 9))).toBe("MOCKEXEC:");
+    const again = await backend.deserialize(bytes, {});
+    const input = await backend.upload(f32([2], [1.5, 2.5]));
+    const a = await backend.execute(exe, [input]);
+    const b = await backend.execute(again, [input]);
+    const da = await backend.download(a[0]!);
+    const db = await backend.download(b[0]!);
+    expect(Buffer.from(da.data.buffer).equals(Buffer.from(db.data.buffer))).toBe(true);
+    for (const x of [...a, ...b, input]) x.dispose();
+    exe.dispose();
+    again.dispose();
+  });
+
+  test("a PJRT_Error becomes a typed error with the PJRT code and message, and is destroyed", async () => {
+    const errorsBefore = mock.liveErrors();
+    let caught: unknown;
+    try {
+      await backend.compile({ bytes: new TextEncoder().encode("mock.fail"), format: "text", origin: "bad.mlir" }, {});
+    } catch (error) {
+      caught = error;
+    }
+    expect(isXlaserveError(caught, "COMPILE_FAILED")).toBe(true);
+    const e = caught as { message: string; details: Record<string, unknown> };
+    expect(e.message).toContain("bad.mlir");
+    expect(e.message).toContain("cannot parse module at line 1");
+    expect(e.details.pjrtCodeName).toBe("INVALID_ARGUMENT");
+    expect(e.details.pjrtCode).toBe(3);
+    expect(mock.liveErrors()).toBe(errorsBefore);
+    let bad: unknown;
+    try {
+      await backend.deserialize(new Uint8Array([1, 2, 3]), {});
+    } catch (error) {
+      bad = error;
+    }
+    expect(isXlaserveError(bad, "PJRT_ERROR")).toBe(true);
+    expect((bad as { details: Record<string, unknown> }).details.pjrtCodeName).toBe("DATA_LOSS");
+    expect(mock.liveErrors()).toBe(errorsBefore);
+  });
+
+  test("bad inputs are typed errors", async () => {
+    const wrong = { dtype: "f32" as const, shape: [4], data: new Float32Array(new ArrayBuffer(8)) };
+    await expect(backend.upload(wrong)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(backend.upload(f32([1], [1]), 3)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    const empty = { bytes: new Uint8Array(0), format: "text" as const };
+    await expect(backend.compile(empty, {})).rejects.toMatchObject({ code: "COMPILE_FAILED" });
+    const b = await backend.upload(f32([1], [1]));
+    b.dispose();
+    b.dispose(); // idempotent
+    await expect(backend.download(b)).rejects.toMatchObject({ code: "DISPOSED" });
+    const i8 = { dtype: "i8" as const, shape: [2], data: new Int8Array(new ArrayBuffer(2)) };
+    const exe = await backend.compile(MODULE, {});
+    const ib = await backend.upload(i8);
+    await expect(backend.execute(exe, [ib])).rejects.toMatchObject({ code: "EXECUTE_FAILED" });
+    ib.dispose();
+    exe.dispose();
+  });
+
+  test("memory stats and ClearMemoryStats (peak drops to what is in use)", async () => {
+    const keep = await backend.upload(f32([256], new Array(256).fill(1)));
+    const temp = await backend.upload(f32([4096], new Array(4096).fill(1)));
+    temp.dispose();
+    const before = backend.memoryStats();
+    expect(before.peakBytes).toBeGreaterThanOrEqual(before.inUseBytes + 4096 * 4);
+    expect(before.limitBytes).toBe(1 << 30);
+    backend.resetPeakMemory();
+    const after = backend.memoryStats();
+    expect(after.peakBytes).toBe(after.inUseBytes);
+    expect(after.inUseBytes).toBe(before.inUseBytes);
+    keep.dispose();
+  });
+
+  test("a buffer collected undisposed is released by the FinalizationRegistry", async () => {
+    const live = mock.liveBuffers();
+    await (async () => {
+      await backend.upload(f32([8], new Array(8).fill(3)));
+    })();
+    expect(mock.liveBuffers()).toBe(live + 1);
+    for (let i = 0; i < 50 && mock.liveBuffers() > live; i++) {
+      Bun.gc(true);
+      await Bun.sleep(5);
+    }
+    expect(mock.liveBuffers()).toBe(live);
+  });
+
+  test("buffers and programs left undisposed are destroyed with the client", async () => {
+    const other = createPjrtBackend({ pluginPath: path, isolateCompile: false });
+    const buffers = mock.liveBuffers();
+    const programs = mock.liveExecutables();
+    const kept = await other.upload(f32([8], new Array(8).fill(2)));
+    const exe = await other.compile(MODULE, {});
+    expect(mock.liveBuffers()).toBe(buffers + 1);
+    expect(mock.liveExecutables()).toBe(programs + 2);
+    await other.dispose();
+    expect(mock.liveBuffers()).toBe(buffers);
+    expect(mock.liveExecutables()).toBe(programs);
+    kept.dispose(); // after the client: a no-op, not a double free
+    exe.dispose();
+    await other.dispose(); // idempotent
+    await expect(other.upload(f32([1], [1]))).rejects.toMatchObject({ code: "DISPOSED" });
+  });
+});
+
+describe("crash isolation (compile in a child process)", () => {
+  test("a module that aborts the compiler fails with COMPILER_CRASHED and the child's stderr", async () => {
+    const isolated = createPjrtBackend({ pluginPath: path, isolateCompile: true });
+    let caught: unknown;
+    try {
+      await isolated.compile({ bytes: new TextEncoder().encode("mock.crash"), format: "text", origin: "crash.mlir" }, {});
+    } catch (error) {
+      caught = error;
+    }
+    expect(isXlaserveError(caught, "COMPILER_CRASHED")).toBe(true);
+    expect((caught as Error).message).toContain("the module asked to crash");
+    expect((caught as Error).message).toContain("crash.mlir");
+
+    // a compile error in the child keeps its code; a good module compiles there and runs here
+    await expect(
+      isolated.compile({ bytes: new TextEncoder().encode("mock.fail"), format: "text" }, {}),
+    ).rejects.toMatchObject({ code: "COMPILE_FAILED" });
+    const exe = await isolated.compile(MODULE, {});
+    const x = await isolated.upload(f32([2], [4, 5]));
+    const [y] = await isolated.execute(exe, [x]);
+    expect(Array.from((await isolated.download(y!)).data as Float32Array)).toEqual([4, 5]);
+    await isolated.dispose();
+  });
+});

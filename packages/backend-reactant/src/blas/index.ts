@@ -1,0 +1,4 @@
+export { gemm, blasStatus, setForceFallbackGemm, setBlasThreads, type BlasStatus } from "./gemm.ts";
+export type { GemmCall } from "./gemm-call.ts";
+export { fallbackGemm } from "./fallback-gemm.ts";
+export { candidatePaths, loadOpenBlas, wantedThreads } from "./library.ts";

@@ -1,0 +1,86 @@
+import { type ElemType, type NDArray, type TypedArray, allocData, elementCount } from "../array.ts";
+import { HELPERS } from "../elem/helpers.ts";
+import { executeFailed } from "./errors.ts";
+import { loadExpr, storeStmt } from "./expr.ts";
+
+/**
+ * Elementwise loops generated once per (expression, types, broadcast pattern) with
+ * `new Function`, so the hot loop has no per-element closure calls or type dispatch. An input
+ * with a single element is broadcast (regions evaluated over whole arrays rely on it, and
+ * select / clamp allow scalar operands).
+ */
+
+/** Body builder: given the loaded operand variable names, the result expression. */
+export type ExprBuilder = (args: string[]) => string;
+
+type Loop = (inputs: TypedArray[], out: TypedArray, n: number, h: typeof HELPERS) => void;
+const loopCache = new Map<string, Loop>();
+
+export interface ElementwiseKernel {
+  (inputs: NDArray[]): NDArray;
+}
+
+/**
+ * Builds a kernel computing `expr` over inputs of `inTypes`, writing `outType`. `key` must
+ * identify the expression (it keys the generated-code cache).
+ */
+export function makeElementwise(key: string, inTypes: ElemType[], outType: ElemType, expr: ExprBuilder): ElementwiseKernel {
+  const loops = new Map<number, Loop>();
+  const loopFor = (mask: number): Loop => {
+    let loop = loops.get(mask);
+    if (loop) return loop;
+    const cacheKey = `${key}|${inTypes.join(",")}|${outType}|${mask}`;
+    loop = loopCache.get(cacheKey);
+    if (!loop) {
+      loop = generate(inTypes, outType, expr, mask);
+      loopCache.set(cacheKey, loop);
+    }
+    loops.set(mask, loop);
+    return loop;
+  };
+  return (inputs: NDArray[]): NDArray => {
+    let shape: number[] = [];
+    let n = 1;
+    let mask = 0;
+    for (const input of inputs) {
+      const count = elementCount(input.shape);
+      if (count !== 1 || input.shape.length > shape.length) {
+        if (count !== 1 && n !== 1 && count !== n) {
+          throw executeFailed(key, `operand shapes differ: [${shape}] vs [${input.shape}]`);
+        }
+        if (count !== 1 || n === 1) {
+          shape = input.shape;
+          n = count;
+        }
+      }
+    }
+    for (let k = 0; k < inputs.length; k++) {
+      if (elementCount((inputs[k] as NDArray).shape) === 1 && n !== 1) mask |= 1 << k;
+    }
+    const out = allocData(outType, n);
+    loopFor(mask)(
+      inputs.map((x) => x.data),
+      out,
+      n,
+      HELPERS,
+    );
+    return { type: outType, shape: [...shape], data: out };
+  };
+}
+
+function generate(inTypes: ElemType[], outType: ElemType, expr: ExprBuilder, mask: number): Loop {
+  const lines: string[] = [];
+  const names: string[] = [];
+  inTypes.forEach((t, k) => {
+    lines.push(`const I${k} = inputs[${k}];`);
+    if (mask & (1 << k)) lines.push(`const s${k} = ${loadExpr(t, `I${k}`, "0")};`);
+    names.push(`v${k}`);
+  });
+  const body: string[] = [];
+  inTypes.forEach((t, k) => {
+    body.push(`const v${k} = ${mask & (1 << k) ? `s${k}` : loadExpr(t, `I${k}`, "i")};`);
+  });
+  body.push(storeStmt(outType, "out", "i", expr(names)));
+  const source = `${lines.join("\n")}\nfor (let i = 0; i < n; i++) {\n${body.join("\n")}\n}`;
+  return new Function("inputs", "out", "n", "H", source) as Loop;
+}

@@ -1,0 +1,181 @@
+/**
+ * stablehlo.convolution in full generality. Operands are brought to canonical layouts (input
+ * [N, spatial..., C], kernel [spatial..., I, O], output [N, spatial..., O]; JAX's NHWC / HWIO
+ * already are, so no copy), then each group's output is im2col x kernel-matrix. Float types
+ * run the GEMM through BLAS (f16 / bf16 in f32, rounded once at the end, like XLA's CPU
+ * backend); integers, i1 and complex multiply the same im2col matrices through dotGeneral's
+ * exact paths.
+ */
+import { type ElemType, type NDArray, type TypedArray, alloc, isComplexType, isFloatType, slotsPerElement } from "../../array.ts";
+import { gemm } from "../../blas/index.ts";
+import { type ConvAttributes, type ConvGeometry, convGeometry } from "./conv-attributes.ts";
+import { dotGeneral } from "./dot-general.ts";
+import { fromFloats, isF8, toFloat32, toFloat64 } from "./element-io.ts";
+import { unsupported } from "./errors.ts";
+import { im2col, tapTables } from "./im2col.ts";
+import { permuteData, product, sameKind } from "./permute.ts";
+import { reverseAxes } from "./reverse-axes.ts";
+
+export type { ConvAttributes, ConvDimensionNumbers } from "./conv-attributes.ts";
+
+const OP = "convolution";
+/** im2col rows are produced in chunks of about this many elements to bound scratch memory. */
+const CHUNK_ELEMENTS = 1 << 20;
+
+/** convolution(lhs, rhs) with the given attributes; `resultType` defaults to the lhs type. */
+export function convolution(lhs: NDArray, rhs: NDArray, attrs: ConvAttributes, resultType: ElemType = lhs.type): NDArray {
+  const g = convGeometry(lhs, rhs, attrs);
+  if (product(g.resultShape) === 0) return alloc(resultType, g.resultShape);
+  if (isF8(lhs.type) || isF8(rhs.type) || isF8(resultType)) throw unsupported(OP, "f8 element types are not supported");
+  const d = attrs.dims;
+  const lhsPerm = [d.inputBatch, ...d.inputSpatial, d.inputFeature];
+  const rhsPerm = [...d.kernelSpatial, d.kernelInputFeature, d.kernelOutputFeature];
+  const kernelShape = rhsPerm.map((a) => rhs.shape[a] as number);
+  const reversedAxes = g.reversal.flatMap((r, i) => (r ? [i] : []));
+  const canonical = (data: TypedArray, a: NDArray, perm: number[], slots: number) => permuteData(data, a.shape, perm, slots);
+
+  let outCanonical: TypedArray;
+  const realFloat = isFloatType(resultType) && !isComplexType(lhs.type) && !isComplexType(rhs.type);
+  if (realFloat) {
+    const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
+    const input = canonical(inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), lhs, lhsPerm, 1) as Float32Array | Float64Array;
+    const kernelData = canonical(inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), rhs, rhsPerm, 1);
+    const kernel = reverseAxes(kernelData, kernelShape, reversedAxes) as Float32Array | Float64Array;
+    outCanonical = floatConvolution(g, input, kernel);
+  } else {
+    const slots = slotsPerElement(lhs.type);
+    const input = canonical(lhs.data, lhs, lhsPerm, slots);
+    const kernel = reverseAxes(canonical(rhs.data, rhs, rhsPerm, slotsPerElement(rhs.type)), kernelShape, reversedAxes, slotsPerElement(rhs.type));
+    outCanonical = exactConvolution(g, lhs.type, input, rhs.type, kernel, resultType);
+  }
+  const outPerm = new Array<number>(g.spatialRank + 2);
+  outPerm[d.outputBatch] = 0;
+  outPerm[d.outputFeature] = g.spatialRank + 1;
+  d.outputSpatial.forEach((axis, i) => {
+    outPerm[axis] = i + 1;
+  });
+  const canonicalShape = [g.outBatch, ...g.outSpatial, g.outChannels];
+  const slots = slotsPerElement(resultType);
+  const laidOut = permuteData(outCanonical, canonicalShape, outPerm, realFloat ? 1 : slots);
+  const data = realFloat ? fromFloats(resultType, laidOut as Float32Array | Float64Array, OP) : laidOut;
+  return { type: resultType, shape: g.resultShape, data };
+}
+
+/** The input batch and channel block group `group` reads for output batch `n`. */
+function groupSource(g: ConvGeometry, group: number, n: number): { batchIndex: number; channelOffset: number } {
+  return g.byBatch
+    ? { batchIndex: group * g.outBatch + n, channelOffset: 0 }
+    : { batchIndex: n, channelOffset: group * g.groupInChannels };
+}
+
+function isPointwise(g: ConvGeometry): boolean {
+  for (let s = 0; s < g.spatialRank; s++) {
+    if (g.kernelSpatial[s] !== 1 || g.strides[s] !== 1 || g.padLow[s] !== 0 || g.lhsDilation[s] !== 1) return false;
+    if (g.outSpatial[s] !== g.inSpatial[s]) return false;
+  }
+  return true;
+}
+
+function floatConvolution(g: ConvGeometry, input: Float32Array | Float64Array, kernel: Float32Array | Float64Array): Float32Array | Float64Array {
+  const positions = product(g.outSpatial);
+  const taps = product(g.kernelSpatial);
+  const depth = taps * g.groupInChannels;
+  const out = sameKind(input, g.outBatch * positions * g.outChannels);
+  const O = g.outChannels;
+  if (isPointwise(g)) {
+    // A 1x1 stride-1 convolution is a plain matrix product over the input as stored, and the
+    // output batches of one group are contiguous rows of both input and output.
+    for (let group = 0; group < g.groups; group++) {
+      const src = groupSource(g, group, 0);
+      gemm({
+        m: g.outBatch * positions,
+        n: g.groupOutChannels,
+        k: depth,
+        a: input,
+        aOffset: src.batchIndex * positions * g.inChannels + src.channelOffset,
+        lda: g.inChannels,
+        transA: false,
+        b: kernel,
+        bOffset: group * g.groupOutChannels,
+        ldb: O,
+        transB: false,
+        c: out,
+        cOffset: group * g.groupOutChannels,
+        ldc: O,
+        accumulate: false,
+      });
+    }
+    return out;
+  }
+  const tables = tapTables(g);
+  const rowsPerChunk = Math.max(1, Math.min(positions, Math.floor(CHUNK_ELEMENTS / Math.max(1, depth))));
+  const col = sameKind(input, rowsPerChunk * depth);
+  for (let group = 0; group < g.groups; group++) {
+    for (let n = 0; n < g.outBatch; n++) {
+      const src = groupSource(g, group, n);
+      for (let row = 0; row < positions; row += rowsPerChunk) {
+        const rowEnd = Math.min(positions, row + rowsPerChunk);
+        im2col(g, tables, { data: input, slots: 1, ...src, channelCount: g.groupInChannels }, row, rowEnd, col);
+        gemm({
+          m: rowEnd - row,
+          n: g.groupOutChannels,
+          k: depth,
+          a: col,
+          aOffset: 0,
+          lda: Math.max(1, depth),
+          transA: false,
+          b: kernel,
+          bOffset: group * g.groupOutChannels,
+          ldb: O,
+          transB: false,
+          c: out,
+          cOffset: (n * positions + row) * O + group * g.groupOutChannels,
+          ldc: O,
+          accumulate: false,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** Integer, i1 and complex convolution: im2col, then dotGeneral's exact arithmetic per group. */
+function exactConvolution(
+  g: ConvGeometry,
+  inputType: ElemType,
+  input: TypedArray,
+  kernelType: ElemType,
+  kernel: TypedArray,
+  resultType: ElemType,
+): TypedArray {
+  const positions = product(g.outSpatial);
+  const taps = product(g.kernelSpatial);
+  const depth = taps * g.groupInChannels;
+  const inSlots = slotsPerElement(inputType);
+  const kSlots = slotsPerElement(kernelType);
+  const outSlots = slotsPerElement(resultType);
+  const O = g.outChannels;
+  const Og = g.groupOutChannels;
+  const out = alloc(resultType, [g.outBatch * positions * O]).data;
+  const tables = tapTables(g);
+  for (let group = 0; group < g.groups; group++) {
+    // This group's kernel columns as a dense [depth, Og] matrix.
+    const groupKernel = sameKind(kernel, depth * Og * kSlots);
+    for (let r = 0; r < depth; r++) {
+      const from = (r * O + group * Og) * kSlots;
+      groupKernel.set(kernel.subarray(from, from + Og * kSlots) as never, r * Og * kSlots);
+    }
+    const rhs: NDArray = { type: kernelType, shape: [depth, Og], data: groupKernel };
+    for (let n = 0; n < g.outBatch; n++) {
+      const col = sameKind(input, positions * depth * inSlots);
+      im2col(g, tables, { data: input, slots: inSlots, ...groupSource(g, group, n), channelCount: g.groupInChannels }, 0, positions, col);
+      const lhs: NDArray = { type: inputType, shape: [positions, depth], data: col };
+      const product2 = dotGeneral(lhs, rhs, { lhsBatch: [], rhsBatch: [], lhsContracting: [1], rhsContracting: [0] }, resultType);
+      for (let p = 0; p < positions; p++) {
+        const to = ((n * positions + p) * O + group * Og) * outSlots;
+        out.set(product2.data.subarray(p * Og * outSlots, (p + 1) * Og * outSlots) as never, to);
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,203 @@
+/**
+ * stablehlo.dot_general: operands are permuted (only when their layout is not already usable,
+ * GEMM's transpose flags absorb the common x @ W^T case) into [batch, M, K] x [batch, K, N],
+ * then each batch is one GEMM. Result axes are [batch..., lhs free..., rhs free...].
+ */
+import { type ElemType, type NDArray, allocData, elementCount, isComplexType, isFloatType, isIntegerType } from "../../array.ts";
+import { gemm } from "../../blas/index.ts";
+import { toBigInts, toFloat32, toFloat64, toInt32Bits, fromFloats, isF8 } from "./element-io.ts";
+import { checkAxes, invalid, unsupported } from "./errors.ts";
+import { type Oriented, orientOperand } from "./gemm-layout.ts";
+
+export interface DotDimensionNumbers {
+  readonly lhsBatch: readonly number[];
+  readonly rhsBatch: readonly number[];
+  readonly lhsContracting: readonly number[];
+  readonly rhsContracting: readonly number[];
+}
+
+const OP = "dot_general";
+
+interface DotPlan {
+  readonly batch: number;
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+  readonly resultShape: number[];
+  readonly lhsFree: number[];
+  readonly rhsFree: number[];
+}
+
+function freeAxes(rank: number, used: readonly number[]): number[] {
+  const free: number[] = [];
+  for (let d = 0; d < rank; d++) if (!used.includes(d)) free.push(d);
+  return free;
+}
+
+function planDot(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotPlan {
+  const { lhsBatch, rhsBatch, lhsContracting, rhsContracting } = dims;
+  if (lhsBatch.length !== rhsBatch.length) throw invalid(OP, "lhs and rhs batch dimension lists differ in length", { dims });
+  if (lhsContracting.length !== rhsContracting.length)
+    throw invalid(OP, "lhs and rhs contracting dimension lists differ in length", { dims });
+  checkAxes(OP, "lhs batch+contracting dimensions", [...lhsBatch, ...lhsContracting], lhs.shape.length);
+  checkAxes(OP, "rhs batch+contracting dimensions", [...rhsBatch, ...rhsContracting], rhs.shape.length);
+  const sizeOf = (a: NDArray, axis: number) => a.shape[axis] as number;
+  lhsBatch.forEach((l, i) => {
+    if (sizeOf(lhs, l) !== sizeOf(rhs, rhsBatch[i] as number))
+      throw invalid(OP, `batch dimension ${i} has size ${sizeOf(lhs, l)} in lhs but ${sizeOf(rhs, rhsBatch[i] as number)} in rhs`);
+  });
+  lhsContracting.forEach((l, i) => {
+    if (sizeOf(lhs, l) !== sizeOf(rhs, rhsContracting[i] as number))
+      throw invalid(OP, `contracting dimension ${i} has size ${sizeOf(lhs, l)} in lhs but ${sizeOf(rhs, rhsContracting[i] as number)} in rhs`);
+  });
+  const lhsFree = freeAxes(lhs.shape.length, [...lhsBatch, ...lhsContracting]);
+  const rhsFree = freeAxes(rhs.shape.length, [...rhsBatch, ...rhsContracting]);
+  const sizes = (a: NDArray, axes: readonly number[]) => axes.map((d) => sizeOf(a, d));
+  const prod = (xs: number[]) => xs.reduce((p, x) => p * x, 1);
+  return {
+    batch: prod(sizes(lhs, lhsBatch)),
+    m: prod(sizes(lhs, lhsFree)),
+    n: prod(sizes(rhs, rhsFree)),
+    k: prod(sizes(lhs, lhsContracting)),
+    resultShape: [...sizes(lhs, lhsBatch), ...sizes(lhs, lhsFree), ...sizes(rhs, rhsFree)],
+    lhsFree,
+    rhsFree,
+  };
+}
+
+/**
+ * dot_general(lhs, rhs) with the given dimension numbers. `resultType` is the op's result
+ * element type (preferred_element_type); it defaults to the lhs type.
+ */
+export function dotGeneral(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers, resultType: ElemType = lhs.type): NDArray {
+  const plan = planDot(lhs, rhs, dims);
+  const orient = (a: NDArray, data: NDArray["data"], slots: number, isLhs: boolean) =>
+    isLhs
+      ? orientOperand(data, a.shape, dims.lhsBatch, plan.lhsFree, dims.lhsContracting, slots)
+      : orientOperand(data, a.shape, dims.rhsBatch, dims.rhsContracting, plan.rhsFree, slots);
+  if (isF8(resultType) || isF8(lhs.type) || isF8(rhs.type)) throw unsupported(OP, "f8 element types are not supported");
+  if (isComplexType(resultType)) {
+    return { type: resultType, shape: plan.resultShape, data: complexDot(lhs, rhs, plan, orient, resultType) };
+  }
+  if (isFloatType(resultType)) {
+    if (isComplexType(lhs.type) || isComplexType(rhs.type)) throw unsupported(OP, "complex operands need a complex result type");
+    const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
+    const a = orient(lhs, inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), 1, true);
+    const b = orient(rhs, inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), 1, false);
+    const count = plan.batch * plan.m * plan.n;
+    const c = inF32 ? new Float32Array(new ArrayBuffer(count * 4)) : new Float64Array(new ArrayBuffer(count * 8));
+    batchedGemm(plan, a, b, c, 0);
+    return { type: resultType, shape: plan.resultShape, data: fromFloats(resultType, c, OP) };
+  }
+  if (isIntegerType(resultType) || resultType === "i1") {
+    if (isFloatType(lhs.type) || isFloatType(rhs.type) || isComplexType(lhs.type) || isComplexType(rhs.type))
+      throw unsupported(OP, `floating-point operands with integer result ${resultType}`);
+    return { type: resultType, shape: plan.resultShape, data: integerDot(lhs, rhs, plan, orient, resultType) };
+  }
+  throw unsupported(OP, `result element type ${resultType}`);
+}
+
+/** C[b] = A[b] * B[b] for every batch, with A/B addressed through their orientation. */
+function batchedGemm(plan: DotPlan, a: Oriented, b: Oriented, c: Float32Array | Float64Array, accumulate: 0 | 1): void {
+  const { m, n, k } = plan;
+  for (let bi = 0; bi < plan.batch; bi++) {
+    gemm({
+      m,
+      n,
+      k,
+      a: a.data as Float32Array | Float64Array,
+      aOffset: bi * m * k,
+      lda: a.transposed ? m : k,
+      transA: a.transposed,
+      b: b.data as Float32Array | Float64Array,
+      bOffset: bi * k * n,
+      ldb: b.transposed ? k : n,
+      transB: b.transposed,
+      c,
+      cOffset: bi * m * n,
+      ldc: n,
+      accumulate: accumulate === 1,
+    });
+  }
+}
+
+type OrientFn = (a: NDArray, data: NDArray["data"], slots: number, isLhs: boolean) => Oriented;
+
+/** Complex product from four real GEMMs in f64: (Ar + iAi)(Br + iBi). */
+function complexDot(lhs: NDArray, rhs: NDArray, plan: DotPlan, orient: OrientFn, resultType: ElemType): Float32Array | Float64Array {
+  const split = (a: NDArray, isLhs: boolean): [Oriented, Oriented] => {
+    const n = elementCount(a.shape);
+    const re = new Float64Array(new ArrayBuffer(n * 8));
+    const im = new Float64Array(new ArrayBuffer(n * 8));
+    if (isComplexType(a.type)) {
+      for (let i = 0; i < n; i++) {
+        re[i] = a.data[2 * i] as number;
+        im[i] = a.data[2 * i + 1] as number;
+      }
+    } else re.set(toFloat64(a, OP));
+    return [orient(a, re, 1, isLhs), orient(a, im, 1, isLhs)];
+  };
+  const [ar, ai] = split(lhs, true);
+  const [br, bi] = split(rhs, false);
+  const count = plan.batch * plan.m * plan.n;
+  const re = new Float64Array(new ArrayBuffer(count * 8));
+  const im = new Float64Array(new ArrayBuffer(count * 8));
+  const negAi: Oriented = { data: (ai.data as Float64Array).map((v) => -v), transposed: ai.transposed };
+  batchedGemm(plan, ar, br, re, 0);
+  batchedGemm(plan, negAi, bi, re, 1);
+  batchedGemm(plan, ar, bi, im, 0);
+  batchedGemm(plan, ai, br, im, 1);
+  const out = resultType === "c64" ? new Float32Array(2 * count) : new Float64Array(2 * count);
+  for (let i = 0; i < count; i++) {
+    out[2 * i] = re[i] as number;
+    out[2 * i + 1] = im[i] as number;
+  }
+  return out;
+}
+
+/**
+ * Exact integer dot with wrap-around: results up to 32 bits in int32 arithmetic (exact modulo
+ * 2^32, so narrower types wrap correctly when stored), 64-bit results in BigInt. i1 results
+ * use AND for the product and OR for the sum, as XLA does for PRED.
+ */
+function integerDot(lhs: NDArray, rhs: NDArray, plan: DotPlan, orient: OrientFn, resultType: ElemType): NDArray["data"] {
+  const { batch, m, n, k } = plan;
+  const out = allocData(resultType, batch * m * n);
+  const wide = resultType === "i64" || resultType === "ui64";
+  const a = orient(lhs, wide ? toBigInts(lhs) : toInt32Bits(lhs, OP), 1, true);
+  const b = orient(rhs, wide ? toBigInts(rhs) : toInt32Bits(rhs, OP), 1, false);
+  const aRow = a.transposed ? 1 : k;
+  const aCol = a.transposed ? m : 1;
+  const bRow = b.transposed ? 1 : n;
+  const bCol = b.transposed ? k : 1;
+  for (let bi = 0; bi < batch; bi++) {
+    const aBase = bi * m * k;
+    const bBase = bi * k * n;
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        const target = (bi * m + i) * n + j;
+        if (wide) {
+          const ad = a.data as BigInt64Array;
+          const bd = b.data as BigInt64Array;
+          let acc = 0n;
+          for (let kk = 0; kk < k; kk++) acc += (ad[aBase + i * aRow + kk * aCol] as bigint) * (bd[bBase + kk * bRow + j * bCol] as bigint);
+          (out as BigInt64Array)[target] = BigInt.asIntN(64, acc);
+        } else if (resultType === "i1") {
+          const ad = a.data as Int32Array;
+          const bd = b.data as Int32Array;
+          let acc = 0;
+          for (let kk = 0; kk < k && acc === 0; kk++) if (ad[aBase + i * aRow + kk * aCol] && bd[bBase + kk * bRow + j * bCol]) acc = 1;
+          out[target] = acc;
+        } else {
+          const ad = a.data as Int32Array;
+          const bd = b.data as Int32Array;
+          let acc = 0;
+          for (let kk = 0; kk < k; kk++)
+            acc = (acc + Math.imul(ad[aBase + i * aRow + kk * aCol] as number, bd[bBase + kk * bRow + j * bCol] as number)) | 0;
+          out[target] = acc;
+        }
+      }
+    }
+  }
+  return out;
+}

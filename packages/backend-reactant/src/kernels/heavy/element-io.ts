@@ -1,0 +1,130 @@
+/**
+ * Conversions between NDArray storage and the working formats the heavy kernels compute in:
+ * f32 / f64 buffers for BLAS, int32 bit patterns for modular integer math, BigInt for 64-bit
+ * integers, and the region callbacks' Scalar values.
+ */
+import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
+import {
+  type ElemType,
+  type NDArray,
+  type Scalar,
+  type TypedArray,
+  elementCount,
+  isBigIntType,
+  isComplexType,
+} from "../../array.ts";
+import { unsupported } from "./errors.ts";
+
+export function isF8(type: ElemType): boolean {
+  return type.startsWith("f8");
+}
+
+/** Real values as f64 (ints exact up to 2^53, f16/bf16 decoded). Complex and f8 are refused. */
+export function toFloat64(array: NDArray, op: string): Float64Array {
+  if (array.data instanceof Float64Array && array.type === "f64") return array.data;
+  const n = elementCount(array.shape);
+  const out = new Float64Array(new ArrayBuffer(n * 8));
+  fillNumbers(array, out, op);
+  return out;
+}
+
+/** Real values as f32 (used for f32 / f16 / bf16 math, which XLA also does in f32). */
+export function toFloat32(array: NDArray, op: string): Float32Array {
+  if (array.data instanceof Float32Array && array.type === "f32") return array.data;
+  const n = elementCount(array.shape);
+  const out = new Float32Array(new ArrayBuffer(n * 4));
+  fillNumbers(array, out, op);
+  return out;
+}
+
+function fillNumbers(array: NDArray, out: Float32Array | Float64Array, op: string): void {
+  const { type, data } = array;
+  const n = out.length;
+  if (isComplexType(type) || isF8(type)) throw unsupported(op, `element type ${type} has no real-valued path here`);
+  if (type === "f16") for (let i = 0; i < n; i++) out[i] = f16BitsToNumber(data[i] as number);
+  else if (type === "bf16") for (let i = 0; i < n; i++) out[i] = bf16BitsToNumber(data[i] as number);
+  else if (isBigIntType(type)) for (let i = 0; i < n; i++) out[i] = Number(data[i] as bigint);
+  else for (let i = 0; i < n; i++) out[i] = data[i] as number;
+}
+
+/** Stores real values (f32 or f64 computed) in a float type's storage, rounding to nearest even. */
+export function fromFloats(type: ElemType, values: Float32Array | Float64Array, op: string): TypedArray {
+  const n = values.length;
+  switch (type) {
+    case "f32":
+      return values instanceof Float32Array ? values : Float32Array.from(values);
+    case "f64":
+      return values instanceof Float64Array ? values : Float64Array.from(values);
+    case "f16": {
+      const out = new Uint16Array(n);
+      for (let i = 0; i < n; i++) out[i] = numberToF16Bits(values[i] as number);
+      return out;
+    }
+    case "bf16": {
+      const out = new Uint16Array(n);
+      for (let i = 0; i < n; i++) out[i] = numberToBf16Bits(values[i] as number);
+      return out;
+    }
+    default:
+      throw unsupported(op, `cannot store floating-point results as ${type}`);
+  }
+}
+
+/** Integer (or i1) values as int32 bit patterns: exact modulo 2^32, enough for results up to 32 bits. */
+export function toInt32Bits(array: NDArray, op: string): Int32Array {
+  if (array.data instanceof Int32Array) return array.data;
+  const n = elementCount(array.shape);
+  const out = new Int32Array(n);
+  const { data, type } = array;
+  if (isBigIntType(type)) for (let i = 0; i < n; i++) out[i] = Number(BigInt.asIntN(32, data[i] as bigint));
+  else if (data instanceof Float32Array || data instanceof Float64Array || type === "f16" || type === "bf16")
+    throw unsupported(op, `expected integer operands, got ${type}`);
+  else for (let i = 0; i < n; i++) out[i] = data[i] as number;
+  return out;
+}
+
+/** Integer values as BigInt (exact for every integer type). */
+export function toBigInts(array: NDArray): BigInt64Array | BigUint64Array {
+  if (array.data instanceof BigInt64Array || array.data instanceof BigUint64Array) return array.data;
+  const n = elementCount(array.shape);
+  const out = new BigInt64Array(n);
+  for (let i = 0; i < n; i++) out[i] = BigInt(array.data[i] as number);
+  return out;
+}
+
+/**
+ * Reads element `index` as a region sees it. Kept monomorphic-friendly by switching once on
+ * the type when building a reader (see `scalarReader`).
+ */
+export type ScalarReader = (index: number) => Scalar;
+export type ScalarWriter = (index: number, value: Scalar) => void;
+
+export function scalarReader(array: NDArray): ScalarReader {
+  const { type, data } = array;
+  if (type === "f16") return (i) => f16BitsToNumber(data[i] as number);
+  if (type === "bf16") return (i) => bf16BitsToNumber(data[i] as number);
+  if (isComplexType(type)) return (i) => [data[2 * i] as number, data[2 * i + 1] as number];
+  if (isF8(type)) throw unsupported("region", `element type ${type} cannot be passed to a region`);
+  return (i) => data[i] as number | bigint;
+}
+
+export function scalarWriter(array: { type: ElemType; data: TypedArray }): ScalarWriter {
+  const { type, data } = array;
+  if (type === "f16") return (i, v) => (data[i] = numberToF16Bits(v as number));
+  if (type === "bf16") return (i, v) => (data[i] = numberToBf16Bits(v as number));
+  if (isComplexType(type))
+    return (i, v) => {
+      const pair = v as [number, number];
+      data[2 * i] = pair[0];
+      data[2 * i + 1] = pair[1];
+    };
+  if (type === "i1") return (i, v) => (data[i] = Number(v) !== 0 ? 1 : 0);
+  if (isBigIntType(type)) return (i, v) => (data[i] = typeof v === "bigint" ? v : BigInt(v as number));
+  return (i, v) => (data[i] = Number(v));
+}
+
+/** A copy of an array's storage (kernels never mutate their inputs). */
+export function copyData(array: NDArray): TypedArray {
+  return array.data.slice() as TypedArray;
+}
+

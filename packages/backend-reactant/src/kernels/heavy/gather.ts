@@ -1,0 +1,127 @@
+/**
+ * stablehlo.gather in its general form (collapsed, offset and batching dimensions, any
+ * index_vector_dim). Start indices are clamped so the whole slice fits, as the spec says.
+ * Each batch position copies one slice; the copy works on raw storage, so every element type
+ * (complex and f8 too) is supported.
+ */
+import { type NDArray, alloc, slotsPerElement, strides } from "../../array.ts";
+import { toFloat64 } from "./element-io.ts";
+import { checkAxes, invalid } from "./errors.ts";
+import { batchComponent, forEachIndexBatch, indexBatches } from "./index-batches.ts";
+
+export interface GatherDimensionNumbers {
+  readonly offsetDims: readonly number[];
+  readonly collapsedSliceDims: readonly number[];
+  readonly operandBatchingDims: readonly number[];
+  readonly startIndicesBatchingDims: readonly number[];
+  readonly startIndexMap: readonly number[];
+  readonly indexVectorDim: number;
+}
+
+const OP = "gather";
+
+function gatherShape(operand: NDArray, indices: NDArray, dims: GatherDimensionNumbers, sliceSizes: readonly number[]) {
+  const rank = operand.shape.length;
+  if (sliceSizes.length !== rank) throw invalid(OP, `slice_sizes has ${sliceSizes.length} entries for an operand of rank ${rank}`);
+  sliceSizes.forEach((size, d) => {
+    if (size < 0 || size > (operand.shape[d] as number))
+      throw invalid(OP, `slice size ${size} on axis ${d} exceeds operand size ${operand.shape[d]}`);
+  });
+  checkAxes(OP, "collapsed_slice_dims + operand_batching_dims", [...dims.collapsedSliceDims, ...dims.operandBatchingDims], rank);
+  checkAxes(OP, "start_index_map", dims.startIndexMap, rank);
+  for (const d of [...dims.collapsedSliceDims, ...dims.operandBatchingDims]) {
+    if (sliceSizes[d] !== 1) throw invalid(OP, `collapsed or batching axis ${d} must have slice size 1, got ${sliceSizes[d]}`);
+  }
+  if (dims.indexVectorDim < 0 || dims.indexVectorDim > indices.shape.length)
+    throw invalid(OP, `index_vector_dim ${dims.indexVectorDim} is outside 0..${indices.shape.length}`);
+  const batches = indexBatches(indices.shape, dims.indexVectorDim);
+  if (batches.vectorLength !== dims.startIndexMap.length)
+    throw invalid(OP, `index vectors have ${batches.vectorLength} components but start_index_map has ${dims.startIndexMap.length}`);
+  if (dims.operandBatchingDims.length !== dims.startIndicesBatchingDims.length)
+    throw invalid(OP, "operand_batching_dims and start_indices_batching_dims differ in length");
+  const windowAxes = [...Array(rank).keys()].filter((d) => !dims.collapsedSliceDims.includes(d) && !dims.operandBatchingDims.includes(d));
+  const resultRank = batches.batchShape.length + windowAxes.length;
+  if (dims.offsetDims.length !== windowAxes.length)
+    throw invalid(OP, `offset_dims has ${dims.offsetDims.length} entries, expected ${windowAxes.length}`);
+  checkAxes(OP, "offset_dims", dims.offsetDims, resultRank);
+  const shape = new Array<number>(resultRank);
+  dims.offsetDims.forEach((axis, j) => {
+    shape[axis] = sliceSizes[windowAxes[j] as number] as number;
+  });
+  const batchAxes = [...Array(resultRank).keys()].filter((a) => !dims.offsetDims.includes(a));
+  batchAxes.forEach((axis, j) => {
+    shape[axis] = batches.batchShape[j] as number;
+  });
+  return { shape, windowAxes, batchAxes, batches };
+}
+
+/** gather(operand, startIndices, dims, sliceSizes): NDArray. */
+export function gather(operand: NDArray, startIndices: NDArray, dims: GatherDimensionNumbers, sliceSizes: readonly number[]): NDArray {
+  const { shape, windowAxes, batchAxes } = gatherShape(operand, startIndices, dims, sliceSizes);
+  const result = alloc(operand.type, shape);
+  if (result.data.length === 0) return result;
+  const slots = slotsPerElement(operand.type);
+  const indices = toFloat64(startIndices, OP);
+  const operandStrides = strides(operand.shape);
+  const resultStrides = strides(shape);
+  const start = new Array<number>(operand.shape.length);
+  const batches = indexBatches(startIndices.shape, dims.indexVectorDim);
+  // The slice's own shape and the strides it moves with in operand and result.
+  const windowShape = windowAxes.map((d) => sliceSizes[d] as number);
+  const windowIn = windowAxes.map((d) => (operandStrides[d] as number) * slots);
+  const windowOut = dims.offsetDims.map((a) => (resultStrides[a] as number) * slots);
+  const src = operand.data as unknown as { [i: number]: unknown };
+  const dst = result.data as unknown as { [i: number]: unknown };
+  const counter = new Array<number>(windowShape.length).fill(0);
+
+  forEachIndexBatch(startIndices.shape, dims.indexVectorDim, (batchIndex, vectorOffset) => {
+    start.fill(0);
+    dims.startIndexMap.forEach((d, c) => {
+      const raw = indices[vectorOffset + c * batches.vectorStride] as number;
+      const max = (operand.shape[d] as number) - (sliceSizes[d] as number);
+      start[d] = Math.min(Math.max(raw, 0), max);
+    });
+    dims.operandBatchingDims.forEach((d, i) => {
+      start[d] = (start[d] as number) + (batchIndex[batchComponent(dims.startIndicesBatchingDims[i] as number, dims.indexVectorDim)] as number);
+    });
+    let from = 0;
+    for (let d = 0; d < start.length; d++) from += (start[d] as number) * (operandStrides[d] as number) * slots;
+    let to = 0;
+    batchAxes.forEach((axis, j) => {
+      to += (batchIndex[j] as number) * (resultStrides[axis] as number) * slots;
+    });
+    copyWindow(src, from, dst, to, windowShape, windowIn, windowOut, slots, counter);
+  });
+  return result;
+}
+
+/** Copies an N-d block between two strided layouts (an odometer over the block). */
+export function copyWindow(
+  src: { [i: number]: unknown },
+  from: number,
+  dst: { [i: number]: unknown },
+  to: number,
+  shape: readonly number[],
+  stepIn: readonly number[],
+  stepOut: readonly number[],
+  slots: number,
+  counter: number[],
+): void {
+  const rank = shape.length;
+  for (const size of shape) if (size === 0) return;
+  counter.fill(0);
+  for (;;) {
+    for (let q = 0; q < slots; q++) dst[to + q] = src[from + q];
+    let a = rank - 1;
+    for (; a >= 0; a--) {
+      counter[a] = (counter[a] as number) + 1;
+      from += stepIn[a] as number;
+      to += stepOut[a] as number;
+      if ((counter[a] as number) < (shape[a] as number)) break;
+      from -= (stepIn[a] as number) * (shape[a] as number);
+      to -= (stepOut[a] as number) * (shape[a] as number);
+      counter[a] = 0;
+    }
+    if (a < 0) return;
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Axis permutation of raw storage, used to bring operands into the [batch, rows, cols] layout
+ * GEMM wants. Works on any typed array; `slots` is 2 for interleaved complex.
+ */
+import { type TypedArray, strides } from "../../array.ts";
+
+/** A zeroed array of the same class as `data`, over its own ArrayBuffer. */
+export function sameKind<T extends TypedArray>(data: T, length: number): T {
+  const Ctor = data.constructor as new (buffer: ArrayBuffer) => T;
+  return new Ctor(new ArrayBuffer(length * data.BYTES_PER_ELEMENT));
+}
+
+export function isIdentity(perm: readonly number[]): boolean {
+  return perm.every((p, i) => p === i);
+}
+
+/** out[i0..] = in[permuted]; result shape is perm.map(p => shape[p]). Returns the input when perm is the identity. */
+export function permuteData<T extends TypedArray>(data: T, shape: readonly number[], perm: readonly number[], slots = 1): T {
+  if (isIdentity(perm)) return data;
+  const rank = shape.length;
+  const inStrides = strides(shape);
+  const outShape = perm.map((p) => shape[p] as number);
+  const stepIn = perm.map((p) => (inStrides[p] as number) * slots);
+  const out = sameKind(data, data.length);
+  const total = data.length / slots;
+  if (total === 0) return out;
+  const writable = out as unknown as { [i: number]: unknown };
+  const readable = data as unknown as { [i: number]: unknown };
+  const counter = new Array<number>(rank).fill(0);
+  const last = rank - 1;
+  const innerLength = outShape[last] as number;
+  const innerStep = stepIn[last] as number;
+  let source = 0;
+  let target = 0;
+  // Walk the output in order; the innermost axis is a strided copy, outer axes an odometer.
+  for (;;) {
+    for (let j = 0, s = source; j < innerLength; j++, s += innerStep) {
+      for (let q = 0; q < slots; q++) writable[target++] = readable[s + q];
+    }
+    let axis = last - 1;
+    for (; axis >= 0; axis--) {
+      source += stepIn[axis] as number;
+      counter[axis] = (counter[axis] as number) + 1;
+      if ((counter[axis] as number) < (outShape[axis] as number)) break;
+      source -= (stepIn[axis] as number) * (outShape[axis] as number);
+      counter[axis] = 0;
+    }
+    if (axis < 0) return out;
+  }
+}
+
+export function product(values: readonly number[]): number {
+  let p = 1;
+  for (const v of values) p *= v;
+  return p;
+}

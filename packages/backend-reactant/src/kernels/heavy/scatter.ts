@@ -1,0 +1,151 @@
+/**
+ * stablehlo.scatter in its general form: several inputs / updates, inserted window and
+ * batching dimensions, any index_vector_dim. Updates are applied in row-major order of the
+ * scatter indices (so duplicates combine deterministically, later ones last), and an update
+ * window that does not fit entirely inside the operand is skipped, as XLA does.
+ */
+import { type NDArray, type RegionInfo, type Scalar, strides } from "../../array.ts";
+import { type ScalarReader, type ScalarWriter, copyData, scalarReader, scalarWriter, toFloat64 } from "./element-io.ts";
+import { checkAxes, invalid } from "./errors.ts";
+import { rawCombiner } from "./fast-reducer.ts";
+import { batchComponent, forEachIndexBatch, indexBatches } from "./index-batches.ts";
+
+export interface ScatterDimensionNumbers {
+  readonly updateWindowDims: readonly number[];
+  readonly insertedWindowDims: readonly number[];
+  readonly inputBatchingDims: readonly number[];
+  readonly scatterIndicesBatchingDims: readonly number[];
+  readonly scatterDimsToOperandDims: readonly number[];
+  readonly indexVectorDim: number;
+}
+
+const OP = "scatter";
+
+function checkScatter(inputs: readonly NDArray[], indices: NDArray, updates: readonly NDArray[], dims: ScatterDimensionNumbers) {
+  if (inputs.length === 0 || inputs.length !== updates.length)
+    throw invalid(OP, `needs as many updates as inputs (got ${inputs.length} inputs, ${updates.length} updates)`);
+  const first = inputs[0] as NDArray;
+  const rank = first.shape.length;
+  for (const input of inputs) {
+    if (input.shape.join() !== first.shape.join()) throw invalid(OP, "all inputs must have the same shape");
+  }
+  const updateShape = (updates[0] as NDArray).shape;
+  for (const u of updates) if (u.shape.join() !== updateShape.join()) throw invalid(OP, "all updates must have the same shape");
+  checkAxes(OP, "inserted_window_dims + input_batching_dims", [...dims.insertedWindowDims, ...dims.inputBatchingDims], rank);
+  checkAxes(OP, "scatter_dims_to_operand_dims", dims.scatterDimsToOperandDims, rank);
+  checkAxes(OP, "update_window_dims", dims.updateWindowDims, updateShape.length);
+  if (dims.indexVectorDim < 0 || dims.indexVectorDim > indices.shape.length)
+    throw invalid(OP, `index_vector_dim ${dims.indexVectorDim} is outside 0..${indices.shape.length}`);
+  const batches = indexBatches(indices.shape, dims.indexVectorDim);
+  if (batches.vectorLength !== dims.scatterDimsToOperandDims.length)
+    throw invalid(OP, `index vectors have ${batches.vectorLength} components but scatter_dims_to_operand_dims has ${dims.scatterDimsToOperandDims.length}`);
+  if (dims.inputBatchingDims.length !== dims.scatterIndicesBatchingDims.length)
+    throw invalid(OP, "input_batching_dims and scatter_indices_batching_dims differ in length");
+  const windowAxes = [...Array(rank).keys()].filter((d) => !dims.insertedWindowDims.includes(d) && !dims.inputBatchingDims.includes(d));
+  if (windowAxes.length !== dims.updateWindowDims.length)
+    throw invalid(OP, `update_window_dims has ${dims.updateWindowDims.length} entries, expected ${windowAxes.length}`);
+  const scatterAxes = [...Array(updateShape.length).keys()].filter((a) => !dims.updateWindowDims.includes(a));
+  const scatterShape = scatterAxes.map((a) => updateShape[a]);
+  if (scatterShape.join() !== batches.batchShape.join())
+    throw invalid(OP, `update scatter dimensions [${scatterShape}] do not match the index batch shape [${batches.batchShape}]`);
+  const windowShape = dims.updateWindowDims.map((a) => updateShape[a] as number);
+  windowShape.forEach((size, j) => {
+    if (size > (first.shape[windowAxes[j] as number] as number))
+      throw invalid(OP, `update window size ${size} exceeds operand axis ${windowAxes[j]} of size ${first.shape[windowAxes[j] as number]}`);
+  });
+  return { windowAxes, scatterAxes, windowShape, batches };
+}
+
+export interface ScatterOptions {
+  /** Hints from the program; results do not depend on them. */
+  readonly indicesAreSorted?: boolean;
+  readonly uniqueIndices?: boolean;
+}
+
+/**
+ * scatter(inputs, scatterIndices, updates, dims, region): one result per input. The region
+ * gets (current values..., update values...) and returns the new values.
+ */
+export function scatter(
+  inputs: readonly NDArray[],
+  scatterIndices: NDArray,
+  updates: readonly NDArray[],
+  dims: ScatterDimensionNumbers,
+  region: RegionInfo,
+  _options: ScatterOptions = {},
+): NDArray[] {
+  const { windowAxes, scatterAxes, windowShape, batches } = checkScatter(inputs, scatterIndices, updates, dims);
+  const first = inputs[0] as NDArray;
+  const results: NDArray[] = inputs.map((input) => ({ type: input.type, shape: [...input.shape], data: copyData(input) }));
+  const indices = toFloat64(scatterIndices, OP);
+  const operandShape = first.shape;
+  const operandStrides = strides(operandShape);
+  const updateStrides = strides((updates[0] as NDArray).shape);
+  const windowIn = windowAxes.map((d) => operandStrides[d] as number);
+  const windowUpdate = dims.updateWindowDims.map((a) => updateStrides[a] as number);
+  const windowCount = windowShape.reduce((p, s) => p * s, 1);
+  if (windowCount === 0) return results;
+
+  const single = results.length === 1;
+  const fast = single ? rawCombiner(region.reducer, first.type) : null;
+  const apply = fast
+    ? (target: number, source: number) => fast((results[0] as NDArray).data, target, (updates[0] as NDArray).data, source)
+    : regionApplier(results, updates, region);
+
+  const start = new Array<number>(operandShape.length);
+  const counter = new Array<number>(windowShape.length);
+  forEachIndexBatch(scatterIndices.shape, dims.indexVectorDim, (batchIndex, vectorOffset) => {
+    start.fill(0);
+    dims.scatterDimsToOperandDims.forEach((d, c) => {
+      start[d] = indices[vectorOffset + c * batches.vectorStride] as number;
+    });
+    dims.inputBatchingDims.forEach((d, i) => {
+      start[d] = (start[d] as number) + (batchIndex[batchComponent(dims.scatterIndicesBatchingDims[i] as number, dims.indexVectorDim)] as number);
+    });
+    // The whole window must fit; XLA drops the update otherwise.
+    for (let d = 0; d < operandShape.length; d++) {
+      const j = windowAxes.indexOf(d);
+      const size = j >= 0 ? (windowShape[j] as number) : 1;
+      const s = start[d] as number;
+      if (!(s >= 0 && s + size <= (operandShape[d] as number))) return;
+    }
+    let target = 0;
+    for (let d = 0; d < operandShape.length; d++) target += (start[d] as number) * (operandStrides[d] as number);
+    let source = 0;
+    scatterAxes.forEach((axis, j) => {
+      source += (batchIndex[j] as number) * (updateStrides[axis] as number);
+    });
+    counter.fill(0);
+    for (let e = 0; e < windowCount; e++) {
+      apply(target, source);
+      for (let a = counter.length - 1; a >= 0; a--) {
+        counter[a] = (counter[a] as number) + 1;
+        target += windowIn[a] as number;
+        source += windowUpdate[a] as number;
+        if ((counter[a] as number) < (windowShape[a] as number)) break;
+        target -= (windowIn[a] as number) * (windowShape[a] as number);
+        source -= (windowUpdate[a] as number) * (windowShape[a] as number);
+        counter[a] = 0;
+      }
+    }
+  });
+  return results;
+}
+
+/** The slow, general step: call the region with every result's current value and every update. */
+function regionApplier(results: NDArray[], updates: readonly NDArray[], region: RegionInfo): (target: number, source: number) => void {
+  const readResult: ScalarReader[] = results.map(scalarReader);
+  const writeResult: ScalarWriter[] = results.map(scalarWriter);
+  const readUpdate: ScalarReader[] = updates.map(scalarReader);
+  const n = results.length;
+  return (target, source) => {
+    const args = new Array<Scalar>(2 * n);
+    for (let k = 0; k < n; k++) {
+      args[k] = (readResult[k] as ScalarReader)(target);
+      args[n + k] = (readUpdate[k] as ScalarReader)(source);
+    }
+    const out = region.fn(args);
+    for (let k = 0; k < n; k++) (writeResult[k] as ScalarWriter)(target, out[k] as Scalar);
+  };
+}
+

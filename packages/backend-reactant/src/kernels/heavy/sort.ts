@@ -1,0 +1,99 @@
+/**
+ * stablehlo.sort: sorts several same-shaped operands together along one dimension. The
+ * comparator region sees (lhs0, rhs0, lhs1, rhs1, ...) and answers "lhs sorts first". The
+ * sort is always stable (a stable result is also a valid unstable one). When the engine knows
+ * the comparator is a plain LT / GT on one operand it passes `fastKey` and the region is not
+ * called at all.
+ */
+import { type NDArray, type RegionInfo, type Scalar, slotsPerElement, strides } from "../../array.ts";
+import { type ScalarReader, scalarReader } from "./element-io.ts";
+import { invalid } from "./errors.ts";
+import { sameKind } from "./permute.ts";
+import { type SortKeys, sortKeys } from "./sort-keys.ts";
+import { stableSortIndices } from "./stable-merge-sort.ts";
+
+export interface SortFastKey {
+  /** Which operand the comparator looks at. */
+  readonly operand: number;
+  /** GT comparator (largest first) instead of LT. */
+  readonly descending: boolean;
+  /** Compare floats by IEEE totalOrder (compare_type TOTALORDER); false: plain < / >. */
+  readonly totalOrder: boolean;
+}
+
+export interface SortOptions {
+  readonly isStable?: boolean;
+  readonly fastKey?: SortFastKey;
+}
+
+const OP = "sort";
+
+/** sort(inputs, dimension, comparator, options): the inputs permuted alike along `dimension`. */
+export function sort(inputs: readonly NDArray[], dimension: number, comparator: RegionInfo, options: SortOptions = {}): NDArray[] {
+  if (inputs.length === 0) throw invalid(OP, "needs at least one operand");
+  const shape = (inputs[0] as NDArray).shape;
+  for (const input of inputs) if (input.shape.join() !== shape.join()) throw invalid(OP, "all operands must have the same shape");
+  const rank = shape.length;
+  const axis = dimension < 0 ? dimension + rank : dimension;
+  if (!Number.isInteger(axis) || axis < 0 || axis >= Math.max(rank, 1)) throw invalid(OP, `dimension ${dimension} is outside rank ${rank}`);
+  const results: NDArray[] = inputs.map((input) => ({ type: input.type, shape: [...shape], data: sameKind(input.data, input.data.length) }));
+  if (rank === 0) {
+    inputs.forEach((input, k) => (results[k] as NDArray).data.set(input.data as never));
+    return results;
+  }
+  const length = shape[axis] as number;
+  const stride = strides(shape)[axis] as number;
+  const total = shape.reduce((p, d) => p * d, 1);
+  if (total === 0) return results;
+  const lines = total / length;
+  const before = options.fastKey ? keyOrder(inputs, options.fastKey) : regionOrder(inputs, comparator);
+  const slots = inputs.map((input) => slotsPerElement(input.type));
+  for (let line = 0; line < lines; line++) {
+    // Lines are indexed by (outer, inner) around the sorted axis.
+    const outer = Math.floor(line / stride);
+    const inner = line % stride;
+    const base = outer * length * stride + inner;
+    const order = stableSortIndices(length, (b, a) => before(base + b * stride, base + a * stride));
+    inputs.forEach((input, k) => {
+      const q = slots[k] as number;
+      const src = input.data as unknown as { [i: number]: unknown };
+      const dst = (results[k] as NDArray).data as unknown as { [i: number]: unknown };
+      for (let i = 0; i < length; i++) {
+        const from = (base + (order[i] as number) * stride) * q;
+        const to = (base + i * stride) * q;
+        for (let s = 0; s < q; s++) dst[to + s] = src[from + s];
+      }
+    });
+  }
+  return results;
+}
+
+function keyOrder(inputs: readonly NDArray[], fastKey: SortFastKey): (b: number, a: number) => boolean {
+  const keyed = inputs[fastKey.operand];
+  if (!keyed) throw invalid(OP, `fast key operand ${fastKey.operand} does not exist`);
+  const { primary, secondary }: SortKeys = sortKeys(keyed, fastKey.totalOrder);
+  const descending = fastKey.descending;
+  // Compare with < and >, never by subtraction: Inf - Inf is NaN.
+  return (b, a) => {
+    const pb = primary[b] as number;
+    const pa = primary[a] as number;
+    if (pb !== pa || !secondary) return descending ? pb > pa : pb < pa;
+    const sb = secondary[b] as number;
+    const sa = secondary[a] as number;
+    return descending ? sb > sa : sb < sa;
+  };
+}
+
+function regionOrder(inputs: readonly NDArray[], comparator: RegionInfo): (b: number, a: number) => boolean {
+  const readers: ScalarReader[] = inputs.map(scalarReader);
+  const n = inputs.length;
+  return (b, a) => {
+    const args = new Array<Scalar>(2 * n);
+    for (let k = 0; k < n; k++) {
+      const read = readers[k] as ScalarReader;
+      args[2 * k] = read(b);
+      args[2 * k + 1] = read(a);
+    }
+    return Number(comparator.fn(args)[0]) !== 0;
+  };
+}

@@ -1,0 +1,232 @@
+import { type NDArray, type TypedArray, allocData, elementCount, slotsPerElement, strides } from "../array.ts";
+import { executeFailed } from "./errors.ts";
+
+/**
+ * The data-movement ops. They all reduce to one strided copy: output element (i0, i1, ...)
+ * reads input slot `offset + sum(ik * step[k])`, where steps can be 0 (broadcast), negative
+ * (reverse) or scaled (slice strides). The innermost axis runs in a tight loop.
+ */
+export function stridedCopy(src: NDArray, offset: number, step: number[], outShape: number[]): NDArray {
+  const slots = slotsPerElement(src.type);
+  const n = elementCount(outShape);
+  const out = allocData(src.type, n);
+  const rank = outShape.length;
+  if (n === 0) return { type: src.type, shape: [...outShape], data: out };
+  const s = src.data as Float64Array;
+  const o = out as Float64Array;
+  if (rank === 0) {
+    for (let k = 0; k < slots; k++) o[k] = s[offset * slots + k] as number;
+    return { type: src.type, shape: [], data: out };
+  }
+  const inner = outShape[rank - 1] as number;
+  const innerStep = (step[rank - 1] as number) * slots;
+  const idx = new Array<number>(rank).fill(0);
+  let base = offset * slots;
+  let w = 0;
+  for (;;) {
+    if (slots === 1) {
+      let p = base;
+      for (let j = 0; j < inner; j++, p += innerStep) o[w++] = s[p] as number;
+    } else {
+      let p = base;
+      for (let j = 0; j < inner; j++, p += innerStep) {
+        o[w++] = s[p] as number;
+        o[w++] = s[p + 1] as number;
+      }
+    }
+    let d = rank - 2;
+    for (; d >= 0; d--) {
+      idx[d] = (idx[d] as number) + 1;
+      base += (step[d] as number) * slots;
+      if ((idx[d] as number) < (outShape[d] as number)) break;
+      base -= (step[d] as number) * slots * (outShape[d] as number);
+      idx[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  return { type: src.type, shape: [...outShape], data: out };
+}
+
+export function broadcastInDim(x: NDArray, dims: number[], outShape: number[]): NDArray {
+  const inStrides = strides(x.shape);
+  const step = outShape.map(() => 0);
+  dims.forEach((d, i) => {
+    const size = x.shape[i] as number;
+    if (size !== 1 && size !== outShape[d]) {
+      throw executeFailed("broadcast_in_dim", `operand dimension ${i} (${size}) does not fit result dimension ${d}`);
+    }
+    step[d] = size === 1 ? 0 : (inStrides[i] as number);
+  });
+  return stridedCopy(x, 0, step, outShape);
+}
+
+/** Row-major reshape shares the storage: arrays are immutable once produced. */
+export function reshape(x: NDArray, outShape: number[]): NDArray {
+  if (elementCount(outShape) !== elementCount(x.shape)) {
+    throw executeFailed("reshape", `cannot reshape [${x.shape}] to [${outShape}]`);
+  }
+  return { type: x.type, shape: [...outShape], data: x.data };
+}
+
+export function transpose(x: NDArray, perm: number[]): NDArray {
+  const st = strides(x.shape);
+  return stridedCopy(
+    x,
+    0,
+    perm.map((p) => st[p] as number),
+    perm.map((p) => x.shape[p] as number),
+  );
+}
+
+export function slice(x: NDArray, start: number[], limit: number[], step: number[]): NDArray {
+  const st = strides(x.shape);
+  const outShape = start.map((s, d) => Math.max(0, Math.ceil(((limit[d] as number) - s) / (step[d] as number))));
+  let offset = 0;
+  start.forEach((s, d) => {
+    offset += s * (st[d] as number);
+  });
+  return stridedCopy(
+    x,
+    offset,
+    step.map((k, d) => k * (st[d] as number)),
+    outShape,
+  );
+}
+
+export function reverse(x: NDArray, dims: number[]): NDArray {
+  const st = strides(x.shape);
+  let offset = 0;
+  const step = st.slice();
+  for (const d of dims) {
+    offset += ((x.shape[d] as number) - 1) * (st[d] as number);
+    step[d] = -(st[d] as number);
+  }
+  return elementCount(x.shape) === 0 ? x : stridedCopy(x, offset, step, x.shape);
+}
+
+/** Start indices clamped so the slice stays inside the operand (spec of dynamic_slice). */
+export function clampStarts(x: NDArray, starts: number[], sizes: number[]): number[] {
+  return starts.map((s, d) => Math.min(Math.max(s, 0), (x.shape[d] as number) - (sizes[d] as number)));
+}
+
+export function dynamicSlice(x: NDArray, starts: number[], sizes: number[]): NDArray {
+  const begin = clampStarts(x, starts, sizes);
+  return slice(
+    x,
+    begin,
+    begin.map((b, d) => b + (sizes[d] as number)),
+    sizes.map(() => 1),
+  );
+}
+
+export function dynamicUpdateSlice(x: NDArray, update: NDArray, starts: number[]): NDArray {
+  const begin = clampStarts(x, starts, update.shape);
+  const slots = slotsPerElement(x.type);
+  const out = x.data.slice() as TypedArray;
+  const st = strides(x.shape);
+  const n = elementCount(update.shape);
+  if (n === 0) return { type: x.type, shape: [...x.shape], data: out };
+  const rank = x.shape.length;
+  const idx = new Array<number>(rank).fill(0);
+  const u = update.data as Float64Array;
+  const o = out as Float64Array;
+  for (let i = 0; i < n; i++) {
+    let off = 0;
+    for (let d = 0; d < rank; d++) off += ((begin[d] as number) + (idx[d] as number)) * (st[d] as number);
+    for (let k = 0; k < slots; k++) o[off * slots + k] = u[i * slots + k] as number;
+    for (let d = rank - 1; d >= 0; d--) {
+      idx[d] = (idx[d] as number) + 1;
+      if ((idx[d] as number) < (update.shape[d] as number)) break;
+      idx[d] = 0;
+    }
+  }
+  return { type: x.type, shape: [...x.shape], data: out };
+}
+
+export function concatenate(inputs: NDArray[], dim: number): NDArray {
+  const first = inputs[0] as NDArray;
+  const slots = slotsPerElement(first.type);
+  const outShape = [...first.shape];
+  outShape[dim] = inputs.reduce((s, x) => s + (x.shape[dim] as number), 0);
+  const out = allocData(first.type, elementCount(outShape));
+  const outer = first.shape.slice(0, dim).reduce((a, b) => a * b, 1);
+  const rowOut = elementCount(outShape.slice(dim)) * slots;
+  let col = 0;
+  for (const x of inputs) {
+    const row = elementCount(x.shape.slice(dim)) * slots;
+    for (let r = 0; r < outer; r++) {
+      (out as Float64Array).set((x.data as Float64Array).subarray(r * row, (r + 1) * row), r * rowOut + col);
+    }
+    col += row;
+  }
+  return { type: first.type, shape: outShape, data: out };
+}
+
+/** pad with negative edges (cropping) and interior padding. */
+export function pad(x: NDArray, value: NDArray, low: number[], high: number[], interior: number[]): NDArray {
+  const rank = x.shape.length;
+  const slots = slotsPerElement(x.type);
+  // First pad with the non-negative parts, then crop the negative edges with a slice.
+  const lo = low.map((l) => Math.max(l, 0));
+  const hi = high.map((h) => Math.max(h, 0));
+  const grown = x.shape.map((s, d) =>
+    s === 0 ? (lo[d] as number) + (hi[d] as number) : (lo[d] as number) + (hi[d] as number) + s + (s - 1) * (interior[d] as number),
+  );
+  const n = elementCount(grown);
+  const out = allocData(x.type, n) as Float64Array;
+  const v = value.data as Float64Array;
+  if (slots === 1) out.fill(v[0] as number);
+  else for (let i = 0; i < n; i++) {
+    out[2 * i] = v[0] as number;
+    out[2 * i + 1] = v[1] as number;
+  }
+  const ost = strides(grown);
+  const count = elementCount(x.shape);
+  const idx = new Array<number>(rank).fill(0);
+  const src = x.data as Float64Array;
+  for (let i = 0; i < count; i++) {
+    let off = 0;
+    for (let d = 0; d < rank; d++) {
+      off += ((lo[d] as number) + (idx[d] as number) * ((interior[d] as number) + 1)) * (ost[d] as number);
+    }
+    for (let k = 0; k < slots; k++) out[off * slots + k] = src[i * slots + k] as number;
+    for (let d = rank - 1; d >= 0; d--) {
+      idx[d] = (idx[d] as number) + 1;
+      if ((idx[d] as number) < (x.shape[d] as number)) break;
+      idx[d] = 0;
+    }
+  }
+  const padded: NDArray = { type: x.type, shape: grown, data: out };
+  if (low.every((l) => l >= 0) && high.every((h) => h >= 0)) return padded;
+  const start = low.map((l) => Math.max(-l, 0));
+  const limit = grown.map((g, d) => g - Math.max(-(high[d] as number), 0));
+  if (limit.some((l, d) => l < (start[d] as number))) {
+    throw executeFailed("pad", "negative padding removes more than the operand");
+  }
+  return slice(padded, start, limit, start.map(() => 1));
+}
+
+export function iota(type: NDArray["type"], shape: number[], dim: number): NDArray {
+  const n = elementCount(shape);
+  const out = allocData(type, n);
+  const st = strides(shape);
+  const stride = st[dim] as number;
+  const size = shape[dim] as number;
+  const slots = slotsPerElement(type);
+  for (let i = 0; i < n; i++) {
+    const v = Math.floor(i / stride) % size;
+    writeIota(out, i * slots, v, type);
+  }
+  return { type, shape: [...shape], data: out };
+}
+
+function writeIota(out: TypedArray, at: number, v: number, type: NDArray["type"]): void {
+  if (out instanceof BigInt64Array || out instanceof BigUint64Array) out[at] = BigInt(v);
+  else if (type === "f16" || type === "bf16") out[at] = encodeForIota(type, v);
+  else out[at] = v;
+}
+
+import { encodeBf16, encodeF16 } from "../elem/float16.ts";
+function encodeForIota(type: "f16" | "bf16" | NDArray["type"], v: number): number {
+  return type === "f16" ? encodeF16(v) : encodeBf16(v);
+}

@@ -1,0 +1,181 @@
+import {
+  type NDArray,
+  type ReducerKind,
+  type RegionInfo,
+  allocData,
+  elementCount,
+  isBigIntType,
+  isComplexType,
+  isIntegerType,
+} from "../array.ts";
+import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16 } from "../elem/float16.ts";
+import { transpose } from "./layout.ts";
+
+/**
+ * stablehlo.reduce. Elements are combined in index order (as XLA's CPU loops do), each step
+ * rounded to the element type. One operand with a recognised reducer runs a specialised loop;
+ * any other region is evaluated batched: one region call per reduced position over all
+ * outputs at once, or pairwise halving when there are many reduced positions.
+ */
+export function reduce(inputs: NDArray[], inits: NDArray[], dims: number[], region: RegionInfo): NDArray[] {
+  const first = inputs[0] as NDArray;
+  const kept = first.shape.map((_, d) => d).filter((d) => !dims.includes(d));
+  const outShape = kept.map((d) => first.shape[d] as number);
+  const single = inputs.length === 1 && region.reducer !== null && !isComplexType(first.type);
+  if (single) {
+    const rows = transpose(first, [...kept, ...dims]); // [K, R]
+    return [fastReduce(rows, inits[0] as NDArray, outShape, region.reducer)];
+  }
+  const K = elementCount(outShape);
+  const R = elementCount(first.shape) / Math.max(K, 1);
+  const perm = [...dims, ...kept];
+  const rowsOf = inputs.map((x) => transpose(x, perm)); // [R, K]
+  const row = (x: NDArray, r: number, count: number): NDArray => {
+    const slots = isComplexType(x.type) ? 2 : 1;
+    return {
+      type: x.type,
+      shape: [count * K],
+      data: x.data.subarray(r * K * slots, (r + count) * K * slots) as NDArray["data"],
+    };
+  };
+  let acc: NDArray[];
+  if (K === 0) acc = inputs.map((x) => ({ type: x.type, shape: [0], data: allocData(x.type, 0) }));
+  else if (R <= 64) {
+    acc = inits;
+    for (let r = 0; r < R; r++) acc = region.batched([...acc, ...rowsOf.map((x) => row(x, r, 1))]);
+    if (R === 0) acc = inits.map((init) => broadcastScalar(init, K));
+  } else {
+    let level = rowsOf;
+    let n = R;
+    while (n > 1) {
+      const half = Math.floor(n / 2);
+      const combined = region.batched([...level.map((x) => row(x, 0, half)), ...level.map((x) => row(x, half, half))]);
+      if (n % 2 === 1) {
+        level = combined.map((c, i) => concatRows(c, row(level[i] as NDArray, 2 * half, 1)));
+        n = half + 1;
+      } else {
+        level = combined;
+        n = half;
+      }
+    }
+    acc = region.batched([...inits, ...level.map((x) => row(x, 0, 1))]);
+  }
+  return acc.map((a) => ({ type: a.type, shape: [...outShape], data: materialize(a, K) }));
+}
+
+function concatRows(a: NDArray, b: NDArray): NDArray {
+  const data = allocData(a.type, (a.data.length + b.data.length) / (isComplexType(a.type) ? 2 : 1));
+  (data as Float64Array).set(a.data as Float64Array, 0);
+  (data as Float64Array).set(b.data as Float64Array, a.data.length);
+  return { type: a.type, shape: [a.shape[0] as number + (b.shape[0] as number)], data };
+}
+
+function broadcastScalar(x: NDArray, n: number): NDArray {
+  const slots = isComplexType(x.type) ? 2 : 1;
+  const data = allocData(x.type, n) as Float64Array;
+  for (let i = 0; i < n * slots; i++) data[i] = x.data[i % slots] as number;
+  return { type: x.type, shape: [n], data };
+}
+
+/** A region result may be a broadcast scalar (its inputs were the single-element inits). */
+function materialize(a: NDArray, k: number): NDArray["data"] {
+  const slots = isComplexType(a.type) ? 2 : 1;
+  if (a.data.length === k * slots) return a.data;
+  return broadcastScalar(a, k).data;
+}
+
+function fastReduce(rows: NDArray, init: NDArray, outShape: number[], kind: ReducerKind): NDArray {
+  const K = elementCount(outShape);
+  const R = K === 0 ? 0 : elementCount(rows.shape) / K;
+  const type = rows.type;
+  const out = allocData(type, K);
+  const src = rows.data;
+  if (isBigIntType(type)) {
+    const s = src as BigInt64Array;
+    const o = out as BigInt64Array;
+    const start = (init.data as BigInt64Array)[0] as bigint;
+    for (let k = 0; k < K; k++) {
+      let acc = start;
+      for (let r = 0, p = k * R; r < R; r++, p++) acc = combineBig(kind, acc, s[p] as bigint);
+      o[k] = acc;
+    }
+    return { type, shape: outShape, data: out };
+  }
+  const decode = type === "f16" ? F16_TO_NUMBER : type === "bf16" ? BF16_TO_NUMBER : null;
+  const encode = type === "f16" ? encodeF16 : type === "bf16" ? encodeBf16 : null;
+  const s = src as Float64Array;
+  const o = out as Float64Array;
+  const start = decode ? (decode[init.data[0] as number] as number) : (init.data[0] as number);
+  if (decode && encode) {
+    for (let k = 0; k < K; k++) {
+      let acc = start;
+      for (let r = 0, p = k * R; r < R; r++, p++) {
+        acc = decode[encode(combine(kind, acc, decode[s[p] as number] as number))] as number;
+      }
+      o[k] = encode(acc);
+    }
+    return { type, shape: outShape, data: out };
+  }
+  // The accumulator is stored back into the typed array after each step, which rounds (f32)
+  // or wraps (integers) exactly as the element type does.
+  const acc1 = allocData(type, 1) as Float64Array;
+  const mode: Mode = type === "i1" ? "bool" : isIntegerType(type) ? "int" : "float";
+  for (let k = 0; k < K; k++) {
+    acc1[0] = start;
+    const end = k * R + R;
+    switch (kind) {
+      case "add":
+        for (let p = k * R; p < end; p++) acc1[0] = (acc1[0] as number) + (s[p] as number);
+        break;
+      case "max":
+        for (let p = k * R; p < end; p++) acc1[0] = combine("max", acc1[0] as number, s[p] as number, mode);
+        break;
+      default:
+        for (let p = k * R; p < end; p++) acc1[0] = combine(kind, acc1[0] as number, s[p] as number, mode);
+    }
+    o[k] = acc1[0] as number;
+  }
+  return { type, shape: outShape, data: out };
+}
+
+type Mode = "float" | "int" | "bool";
+
+function combine(kind: ReducerKind, a: number, b: number, mode: Mode = "float"): number {
+  switch (kind) {
+    case "add":
+      return mode === "bool" ? a | b : a + b;
+    case "mul":
+      return mode === "bool" ? a & b : mode === "int" ? Math.imul(a, b) : a * b;
+    case "max":
+      return a !== a || b !== b ? Number.NaN : a > b ? a : b === a && b === 0 ? (Object.is(a, -0) ? b : a) : b;
+    case "min":
+      return a !== a || b !== b ? Number.NaN : a < b ? a : b === a && b === 0 ? (Object.is(a, -0) ? a : b) : b;
+    case "and":
+      return a & b;
+    case "or":
+      return a | b;
+    case "xor":
+      return a ^ b;
+    default:
+      return Number.NaN;
+  }
+}
+
+function combineBig(kind: ReducerKind, a: bigint, b: bigint): bigint {
+  switch (kind) {
+    case "add":
+      return a + b;
+    case "mul":
+      return a * b;
+    case "max":
+      return a > b ? a : b;
+    case "min":
+      return a < b ? a : b;
+    case "and":
+      return a & b;
+    case "or":
+      return a | b;
+    default:
+      return a ^ b;
+  }
+}

@@ -1,0 +1,312 @@
+import { XlaserveError, isXlaserveError } from "@xlaserve/core";
+import { elementCount } from "../array.ts";
+import type { Func, Module, Op } from "../ir.ts";
+import { buildKernel } from "../kernels/registry.ts";
+import { Arena } from "./arena.ts";
+import { type CheckFailure, type RtValue, isArray, isTuple } from "./values.ts";
+
+/**
+ * The execution plan: every function compiled into blocks of steps over numbered slots.
+ * Compilation resolves names to slots, folds ops whose inputs are all constants (once, here),
+ * and computes liveness so each intermediate is dropped right after its last use. Regions
+ * (while bodies, reducers, comparators) are blocks in their function's slot space, so they read
+ * outer values directly.
+ */
+
+export interface ExecContext {
+  readonly arena: Arena;
+  readonly failures: CheckFailure[];
+}
+
+export interface Frame {
+  readonly env: (RtValue | undefined)[];
+  readonly ctx: ExecContext;
+  readonly constant: Uint8Array;
+}
+
+export type Kernel = (args: RtValue[], frame: Frame) => RtValue[];
+
+export interface Step {
+  readonly op: Op;
+  readonly inputs: number[];
+  readonly outputs: number[];
+  readonly kernel: Kernel;
+  readonly frees: number[];
+}
+
+export interface Block {
+  readonly argSlots: number[];
+  readonly steps: Step[];
+  readonly resultSlots: number[];
+  /** Slots of enclosing blocks this block reads. */
+  readonly captures: Set<number>;
+}
+
+/** What kernels with regions or calls get at compile time. */
+export interface KernelTools {
+  readonly regions: Block[];
+  readonly program: Program;
+}
+
+/** Ops never folded: they have effects, or their point is to run. */
+const EFFECTFUL = /^(stablehlo\.(custom_call|infeed|outfeed|send|recv|after_all|rng|optimization_barrier)|check\.|interpreter\.)/;
+/** Folding these would store large arrays in the plan that are cheap to make at run time. */
+const MATERIALIZING = new Set(["stablehlo.broadcast_in_dim", "stablehlo.iota", "stablehlo.pad", "stablehlo.constant"]);
+const FOLD_LIMIT = 1 << 16;
+
+export class CompiledFunction {
+  constructor(
+    readonly name: string,
+    readonly slotCount: number,
+    readonly body: Block,
+    readonly constants: Map<number, RtValue>,
+    readonly pure: boolean,
+    readonly outputCount: number,
+  ) {}
+
+  invoke(args: RtValue[], ctx: ExecContext): RtValue[] {
+    const env = new Array<RtValue | undefined>(this.slotCount);
+    const constant = new Uint8Array(this.slotCount);
+    for (const [slot, value] of this.constants) {
+      env[slot] = value;
+      constant[slot] = 1;
+    }
+    const frame: Frame = { env, ctx, constant };
+    try {
+      const results = runBlock(this.body, frame, args);
+      for (const r of results) retain(ctx.arena, r);
+      return results;
+    } finally {
+      for (let s = 0; s < env.length; s++) if (!constant[s] && env[s] !== undefined) clearSlot(frame, s);
+      // results were retained above so the caller sees them counted; hand them over uncounted
+    }
+  }
+}
+
+export function retain(arena: Arena, v: RtValue | undefined): void {
+  if (v === undefined) return;
+  if (isArray(v)) arena.retain(v.data);
+  else if (isTuple(v)) for (const x of v.tuple) retain(arena, x);
+}
+
+export function release(arena: Arena, v: RtValue | undefined): void {
+  if (v === undefined) return;
+  if (isArray(v)) arena.release(v.data);
+  else if (isTuple(v)) for (const x of v.tuple) release(arena, x);
+}
+
+function setSlot(frame: Frame, slot: number, v: RtValue | undefined): void {
+  const prev = frame.env[slot];
+  if (prev !== undefined && !frame.constant[slot]) release(frame.ctx.arena, prev);
+  frame.env[slot] = v;
+  retain(frame.ctx.arena, v);
+}
+
+function clearSlot(frame: Frame, slot: number): void {
+  const prev = frame.env[slot];
+  if (prev !== undefined) release(frame.ctx.arena, prev);
+  frame.env[slot] = undefined;
+}
+
+/** Runs a block in a frame: binds its arguments, runs its steps, returns its results. */
+export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[] {
+  const { env } = frame;
+  for (let i = 0; i < block.argSlots.length; i++) setSlot(frame, block.argSlots[i] as number, args[i]);
+  for (const step of block.steps) {
+    const ins = new Array<RtValue>(step.inputs.length);
+    for (let i = 0; i < ins.length; i++) ins[i] = env[step.inputs[i] as number] as RtValue;
+    let outs: RtValue[];
+    try {
+      outs = step.kernel(ins, frame);
+    } catch (e) {
+      throw stepError(step.op, e);
+    }
+    for (let i = 0; i < step.outputs.length; i++) setSlot(frame, step.outputs[i] as number, outs[i]);
+    for (const s of step.frees) if (!frame.constant[s]) clearSlot(frame, s);
+  }
+  return block.resultSlots.map((s) => env[s] as RtValue);
+}
+
+function stepError(op: Op, e: unknown): XlaserveError {
+  if (isXlaserveError(e)) {
+    if (e.message.startsWith(op.name)) return e;
+    return new XlaserveError(e.code, `${op.name}: ${e.message}`, { ...e.details, op: op.name }, { cause: e });
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  return new XlaserveError("EXECUTE_FAILED", `${op.name}: ${message}`, { op: op.name }, { cause: e });
+}
+
+class Scope {
+  private readonly names = new Map<string, number>();
+  readonly locals = new Set<number>();
+  readonly captures = new Set<number>();
+  constructor(readonly parent: Scope | null) {}
+
+  define(name: string, slot: number): number {
+    this.names.set(name, slot);
+    this.locals.add(slot);
+    return slot;
+  }
+
+  /** Resolves a name, recording it as a capture of every block it crosses. */
+  resolve(name: string): number | undefined {
+    const own = this.names.get(name);
+    if (own !== undefined) return own;
+    const outer = this.parent?.resolve(name);
+    if (outer !== undefined) this.captures.add(outer);
+    return outer;
+  }
+}
+
+export class Program {
+  private readonly funcs = new Map<string, Func>();
+  private readonly compiled = new Map<string, CompiledFunction>();
+  private readonly compiling = new Set<string>();
+
+  constructor(readonly module: Module) {
+    for (const f of module.funcs) this.funcs.set(f.name, f);
+  }
+
+  has(name: string): boolean {
+    return this.funcs.has(name);
+  }
+
+  func(name: string): CompiledFunction {
+    const done = this.compiled.get(name);
+    if (done) return done;
+    const f = this.funcs.get(name);
+    if (!f) throw new XlaserveError("MODULE_INVALID", `call to unknown function @${name}`, { function: name });
+    if (this.compiling.has(name)) {
+      throw new XlaserveError("MODULE_INVALID", `@${name} calls itself; StableHLO programs cannot recurse`);
+    }
+    this.compiling.add(name);
+    try {
+      const c = new FunctionCompiler(this, f).compile();
+      this.compiled.set(name, c);
+      return c;
+    } finally {
+      this.compiling.delete(name);
+    }
+  }
+
+  /** The entry point: @main, else the only public function. */
+  entryName(): string {
+    if (this.funcs.has("main")) return "main";
+    const pub = this.module.funcs.filter((f) => f.isPublic);
+    const only = pub.length === 1 ? pub[0] : this.module.funcs[0];
+    if (!only) throw new XlaserveError("MODULE_INVALID", "the module has no functions");
+    return only.name;
+  }
+}
+
+class FunctionCompiler {
+  private slots = 0;
+  private readonly constants = new Map<number, RtValue>();
+  private readonly foldEnv: (RtValue | undefined)[] = [];
+  private readonly foldConstant: number[] = [];
+  private pure = true;
+  private readonly foldCtx: ExecContext = { arena: new Arena(), failures: [] };
+
+  constructor(
+    private readonly program: Program,
+    private readonly func: Func,
+  ) {}
+
+  compile(): CompiledFunction {
+    const body = this.block(
+      this.func.args.map((a) => a.name),
+      this.func.body,
+      null,
+    );
+    return new CompiledFunction(this.func.name, this.slots, body, this.constants, this.pure, body.resultSlots.length);
+  }
+
+  private block(argNames: string[], ops: Op[], parent: Scope | null): Block {
+    const scope = new Scope(parent);
+    const argSlots = argNames.map((n) => scope.define(n, this.slots++));
+    const steps: Step[] = [];
+    let resultSlots: number[] = [];
+    const stepUses: number[][] = [];
+    for (const op of ops) {
+      const resolve = (name: string): number => {
+        const s = scope.resolve(name);
+        if (s === undefined) {
+          throw new XlaserveError("MODULE_INVALID", `${op.name} uses undefined value ${name}`, { value: name });
+        }
+        return s;
+      };
+      if (op.name === "func.return" || op.name === "stablehlo.return") {
+        resultSlots = op.operands.map(resolve);
+        break;
+      }
+      const inputs = op.operands.map(resolve);
+      const regions = op.regions.map((r) =>
+        this.block(
+          r.args.map((a) => a.name),
+          r.ops,
+          scope,
+        ),
+      );
+      const uses = [...inputs];
+      for (const r of regions) for (const c of r.captures) uses.push(scope.locals.has(c) ? c : resolve2(scope, c));
+      if (EFFECTFUL.test(op.name)) this.pure = false;
+      const kernel = buildKernel(op, { regions, program: this.program });
+      const outputs = op.results.map((n) => scope.define(n, this.slots++));
+      if (this.tryFold(op, kernel, inputs, regions, outputs)) continue;
+      steps.push({ op, inputs, outputs, kernel, frees: [] });
+      stepUses.push(uses);
+    }
+    this.assignFrees(steps, stepUses, new Set(resultSlots), scope);
+    return { argSlots, steps, resultSlots, captures: scope.captures };
+  }
+
+  private tryFold(op: Op, kernel: Kernel, inputs: number[], regions: Block[], outputs: number[]): boolean {
+    if (EFFECTFUL.test(op.name)) return false;
+    if (op.name === "func.call") {
+      const callee = op.attrs.callee;
+      if (typeof callee !== "string" || !this.program.func(callee).pure) return false;
+    }
+    if (!inputs.every((s) => this.constants.has(s))) return false;
+    for (const r of regions) for (const c of r.captures) if (!this.constants.has(c)) return false;
+    if (regions.some((r) => r.steps.some((s) => EFFECTFUL.test(s.op.name)))) return false;
+    if (MATERIALIZING.has(op.name) && op.name !== "stablehlo.constant") {
+      const t = op.resultTypes[0];
+      if (t?.kind === "tensor" && elementCount(t.shape) > FOLD_LIMIT) return false;
+    }
+    const frame: Frame = { env: this.foldEnv, ctx: this.foldCtx, constant: new Uint8Array(this.slots) };
+    for (const s of this.foldConstant) frame.constant[s] = 1;
+    for (const [s, v] of this.constants) this.foldEnv[s] = v;
+    let values: RtValue[];
+    try {
+      values = kernel(
+        inputs.map((s) => this.constants.get(s) as RtValue),
+        frame,
+      );
+    } catch {
+      return false; // let it fail at run time, where the error reaches the caller
+    }
+    outputs.forEach((s, i) => {
+      this.constants.set(s, values[i] as RtValue);
+      this.foldConstant.push(s);
+    });
+    return true;
+  }
+
+  private assignFrees(steps: Step[], uses: number[][], results: Set<number>, scope: Scope): void {
+    const last = new Map<number, number>();
+    steps.forEach((step, i) => {
+      for (const s of uses[i] as number[]) last.set(s, i);
+      for (const s of step.outputs) if (!last.has(s)) last.set(s, i);
+    });
+    for (const [slot, i] of last) {
+      if (!scope.locals.has(slot) || results.has(slot) || this.constants.has(slot)) continue;
+      (steps[i] as Step).frees.push(slot);
+    }
+  }
+}
+
+/** A capture of a nested block that is not local here is also a capture of this block. */
+function resolve2(scope: Scope, slot: number): number {
+  scope.captures.add(slot);
+  return slot;
+}

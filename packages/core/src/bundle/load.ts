@@ -1,0 +1,97 @@
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { XlaserveError } from "../errors.ts";
+import { MANIFEST_FILE, parseManifestYaml } from "./manifest.ts";
+import { loadModules } from "./modules.ts";
+import { bundleError, bundleInvalid } from "./problems.ts";
+import { openSafetensors } from "./safetensors.ts";
+import { checkModuleSignature } from "./signature.ts";
+import type { Bundle } from "./types.ts";
+
+export const WEIGHTS_FILE = "weights.safetensors";
+export const MODEL_JL_FILE = "model.jl";
+
+/**
+ * Loads and validates one bundle directory: manifest, modules (hashed, signatures read), weights
+ * (memory-mapped, header checked) and every module's @main against both. Nothing is compiled.
+ */
+export async function loadBundle(dir: string): Promise<Bundle> {
+  const absolute = resolve(dir);
+  const name = basename(absolute);
+  try {
+    return await loadValidated(absolute, name);
+  } catch (cause) {
+    if (cause instanceof XlaserveError) throw cause;
+    // File-system surprises (permissions, a directory where a file belongs, a file vanishing
+    // mid-load) still name the bundle instead of escaping as a bare Node error.
+    const message = cause instanceof Error ? cause.message : String(cause);
+    throw new XlaserveError(
+      "BUNDLE_INVALID",
+      `bundle "${name}": cannot be read: ${message}`,
+      { bundle: name, file: "", field: "" },
+      { cause },
+    );
+  }
+}
+
+async function loadValidated(absolute: string, name: string): Promise<Bundle> {
+  if (!isDirectory(absolute)) {
+    throw new XlaserveError("BUNDLE_NOT_FOUND", `bundle "${name}": ${absolute} is not a directory`, {
+      bundle: name,
+      file: "",
+      field: "",
+    });
+  }
+  const manifestPath = join(absolute, MANIFEST_FILE);
+  if (!existsSync(manifestPath)) {
+    throw new XlaserveError("BUNDLE_NOT_FOUND", `bundle "${name}": no ${MANIFEST_FILE} in ${absolute}`, {
+      bundle: name,
+      file: MANIFEST_FILE,
+      field: "",
+    });
+  }
+  const hasModelJl = existsSync(join(absolute, MODEL_JL_FILE));
+  const manifest = parseManifestYaml(await Bun.file(manifestPath).text(), { bundle: name, hasModelJl });
+  if (hasModelJl) {
+    // The hooks are Julia; serving the executable without them would return untransformed answers.
+    throw bundleError(
+      "UNSUPPORTED",
+      { bundle: name, file: MODEL_JL_FILE },
+      "",
+      "model.jl pre/post-processing hooks need ReactantServer (Julia); xlaserve serves bundles without model.jl",
+    );
+  }
+  const weightsPath = join(absolute, WEIGHTS_FILE);
+  if (!existsSync(weightsPath)) {
+    throw bundleInvalid({ bundle: name, file: WEIGHTS_FILE }, "", "is missing");
+  }
+  const modules = await loadModules(absolute, manifest, name);
+  const weights = openSafetensors(weightsPath, { bundle: name, requireArgumentOrder: true });
+  for (const module of modules) checkModuleSignature(name, module, manifest, weights);
+  return { name, dir: absolute, manifest, modules, weights };
+}
+
+export interface BundleLocation {
+  readonly name: string;
+  readonly dir: string;
+}
+
+/**
+ * Bundles of a model repository: each immediate subdirectory holding a manifest.yaml, by name.
+ * Hidden directories (".cache", ".state", editor folders) are never bundles.
+ */
+export function discoverBundles(repositoryDir: string): BundleLocation[] {
+  const root = resolve(repositoryDir);
+  if (!isDirectory(root)) {
+    throw new XlaserveError("BUNDLE_NOT_FOUND", `model repository ${root} is not a directory`, { repository: root });
+  }
+  return readdirSync(root)
+    .filter((entry) => !entry.startsWith("."))
+    .map((entry) => ({ name: entry, dir: join(root, entry) }))
+    .filter((b) => isDirectory(b.dir) && existsSync(join(b.dir, MANIFEST_FILE)))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}

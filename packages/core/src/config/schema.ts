@@ -1,0 +1,105 @@
+import { type Static, Type } from "@sinclair/typebox";
+
+/**
+ * The worker's whole configuration, one typebox schema with every default. Unknown keys are
+ * errors (a misspelt key would otherwise be silently ignored). Field names are camelCase; the
+ * environment form is XLASERVE_<SECTION>__<FIELD_IN_SNAKE_CASE>.
+ */
+
+const MiB = 1024 * 1024;
+
+const section = { additionalProperties: false, default: {} } as const;
+
+export const EngineSchema = Type.Union([Type.Literal("auto"), Type.Literal("pjrt"), Type.Literal("reactant")], {
+  default: "auto",
+  description: "auto: PJRT when a compatible plugin loads, else the CPU engine",
+});
+
+export const ConfigSchema = Type.Object(
+  {
+    engine: EngineSchema,
+    pjrt: Type.Object(
+      {
+        plugin: Type.Optional(Type.String({ minLength: 1, description: "path of a PJRT plugin (.so)" })),
+        memoryFraction: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.75 }),
+        preallocate: Type.Boolean({ default: false }),
+        deterministic: Type.Boolean({ default: false }),
+        compileInChild: Type.Boolean({
+          default: true,
+          description: "compile in a child process so a compiler crash cannot take the worker down",
+        }),
+      },
+      section,
+    ),
+    server: Type.Object(
+      {
+        host: Type.String({ minLength: 1, default: "127.0.0.1" }),
+        port: Type.Integer({ minimum: 0, maximum: 65535, default: 8000 }),
+        maxBodyBytes: Type.Integer({ minimum: 1, default: 64 * MiB }),
+        authToken: Type.Optional(Type.String({ minLength: 1 })),
+      },
+      section,
+    ),
+    repository: Type.Object(
+      {
+        path: Type.String({ minLength: 1, default: "examples/models" }),
+        dynamic: Type.Boolean({ default: true, description: "watch the repository and load/reload/unload bundles" }),
+        pollIntervalMs: Type.Integer({ minimum: 10, default: 2000 }),
+      },
+      section,
+    ),
+    cache: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true }),
+        stateDir: Type.String({ minLength: 1, default: ".state" }),
+        database: Type.Union([Type.Literal("sqlite"), Type.Literal("postgres")], { default: "sqlite" }),
+        postgresUrl: Type.Optional(Type.String({ minLength: 1 })),
+      },
+      section,
+    ),
+    memory: Type.Object(
+      {
+        weightFraction: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.9 }),
+        wiggle: Type.Number({ minimum: 0, exclusiveMaximum: 1, default: 0.1 }),
+        defaultResidency: Type.Union([Type.Literal("device"), Type.Literal("host")], { default: "device" }),
+        // Added by the worker (apps/worker): the CPU engine's memory limit and per-model residency.
+        limitBytes: Type.Optional(
+          Type.Integer({
+            minimum: 1,
+            description:
+              "memory limit the weight budget is computed from; default: the device's limit, else the machine's memory",
+          }),
+        ),
+        residency: Type.Record(
+          Type.String(),
+          Type.Union([Type.Literal("pinned"), Type.Literal("device"), Type.Literal("host")]),
+          {
+            default: {},
+            description: "per-model residency: pinned, device (LRU-evicted) or host (loaded per request)",
+          },
+        ),
+      },
+      section,
+    ),
+    concurrency: Type.Object(
+      {
+        perModel: Type.Integer({ minimum: 1, default: 4 }),
+        queueDepth: Type.Integer({ minimum: 1, default: 64 }),
+      },
+      section,
+    ),
+    log: Type.Object(
+      {
+        level: Type.Union([Type.Literal("debug"), Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")], {
+          default: "info",
+        }),
+        format: Type.Union([Type.Literal("json"), Type.Literal("text")], { default: "json" }),
+      },
+      section,
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Static<typeof ConfigSchema>;
+export type EngineName = Static<typeof EngineSchema>;

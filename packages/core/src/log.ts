@@ -1,0 +1,61 @@
+/**
+ * Structured logging: one JSON object per line on stderr (or readable text), with a level
+ * threshold. Small on purpose: the worker logs one line per model load at info and one per
+ * request at debug, and log shippers want JSON.
+ */
+
+export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export type LogFormat = "json" | "text";
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  /** A logger that adds `fields` to every line (e.g. {model: "mlp"}). */
+  child(fields: Record<string, unknown>): Logger;
+  readonly level: LogLevel;
+}
+
+export interface LoggerOptions {
+  level?: LogLevel;
+  format?: LogFormat;
+  /** Where lines go; defaults to stderr. Tests pass an array collector. */
+  sink?: (line: string) => void;
+}
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+export function createLogger(options: LoggerOptions = {}, bound: Record<string, unknown> = {}): Logger {
+  const level = options.level ?? "info";
+  const format = options.format ?? "json";
+  const sink = options.sink ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const emit = (at: LogLevel, msg: string, fields?: Record<string, unknown>) => {
+    if (RANK[at] < RANK[level]) return;
+    const record = { time: new Date().toISOString(), level: at, msg, ...bound, ...fields };
+    sink(format === "json" ? JSON.stringify(record, jsonSafe) : formatText(record));
+  };
+  return {
+    level,
+    debug: (msg, fields) => emit("debug", msg, fields),
+    info: (msg, fields) => emit("info", msg, fields),
+    warn: (msg, fields) => emit("warn", msg, fields),
+    error: (msg, fields) => emit("error", msg, fields),
+    child: (fields) => createLogger(options, { ...bound, ...fields }),
+  };
+}
+
+function jsonSafe(_key: string, value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (value instanceof Error) return { name: value.name, message: value.message };
+  return value;
+}
+
+function formatText(record: Record<string, unknown>): string {
+  const { time, level, msg, ...rest } = record;
+  const extras = Object.entries(rest)
+    .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v, jsonSafe)}`)
+    .join(" ");
+  return `${time} ${String(level).toUpperCase().padEnd(5)} ${msg}${extras ? ` ${extras}` : ""}`;
+}

@@ -1,0 +1,104 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { copyFileSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { loadBundle } from "../src/index.ts";
+import { editText, readSafetensorsParts, tempRepository, writeSafetensorsParts } from "./helpers/bundles.ts";
+
+/** The valid bundle layouts beyond the examples' model.b{N}.mlir: each is built from an example. */
+
+const PORTABLE_MLP_B1 = join(import.meta.dir, "..", "..", "..", "tests", "fixtures", "mlp_portable_b1.mlirbc");
+
+function editMain(path: string, edit: (line: string) => string) {
+  editText(path, (text) =>
+    text
+      .split("\n")
+      .map((l) => (l.includes("@main(") ? edit(l) : l))
+      .join("\n"),
+  );
+}
+
+describe("bundle layouts", () => {
+  const repo = tempRepository();
+  afterAll(() => repo.dispose());
+
+  test("multi-shape variants: model.v{i}.b{N}.mlir checked against each variant's sizes", async () => {
+    const dir = repo.copy("cnn", "cnn-variants");
+    editText(join(dir, "manifest.yaml"), (t) =>
+      t
+        .replace('name: "cnn"', 'name: "cnn-variants"')
+        .replace("      c: 32\n      d: 32", "      c: -1\n      d: -1")
+        .concat("input_shapes:\n  - {c: 32, d: 32}\n  - {c: 16, d: 24}\n"),
+    );
+    for (const size of [1, 4]) {
+      copyFileSync(join(dir, `model.b${size}.mlir`), join(dir, `model.v1.b${size}.mlir`));
+      editMain(join(dir, `model.v1.b${size}.mlir`), (l) =>
+        l.replace(`tensor<${size}x32x32x3xf32>`, `tensor<${size}x16x24x3xf32>`),
+      );
+      renameSync(join(dir, `model.b${size}.mlir`), join(dir, `model.v0.b${size}.mlir`));
+    }
+    const bundle = await loadBundle(dir);
+    expect(bundle.modules.map((m) => [m.file, m.variant, m.batchSize])).toEqual([
+      ["model.v0.b1.mlir", 0, 1],
+      ["model.v0.b4.mlir", 0, 4],
+      ["model.v1.b1.mlir", 1, 1],
+      ["model.v1.b4.mlir", 1, 4],
+    ]);
+    expect(bundle.manifest.inputShapeVariants).toEqual([
+      { index: 0, shapes: { image: [-1, 32, 32, 3] } },
+      { index: 1, shapes: { image: [-1, 16, 24, 3] } },
+    ]);
+    expect(bundle.manifest.executableInputs[0]?.dims.map((d) => d.kind)).toEqual([
+      "batch",
+      "variable",
+      "variable",
+      "fixed",
+    ]);
+
+    // The same files with variant 1 declared as 32x32 must now fail on model.v1.*.
+    editText(join(dir, "manifest.yaml"), (t) => t.replace("{c: 16, d: 24}", "{c: 32, d: 16}"));
+    await expect(loadBundle(dir)).rejects.toMatchObject({
+      code: "MODULE_SIGNATURE_MISMATCH",
+      details: { file: "model.v1.b1.mlir", field: "argument 0", tensor: "image" },
+    });
+  });
+
+  test("a portable-artifact (bytecode) module is detected and loads without a signature", async () => {
+    const dir = repo.copy("mlp");
+    copyFileSync(PORTABLE_MLP_B1, join(dir, "model.b1.mlir"));
+    const bundle = await loadBundle(dir);
+    expect(bundle.modules.map((m) => [m.file, m.format, m.signature === null])).toEqual([
+      ["model.b1.mlir", "bytecode", true],
+      ["model.b8.mlir", "text", false],
+    ]);
+    rmSync(dir, { recursive: true });
+  });
+
+  test("one model.mlir with a dynamic batch axis serves every compiled size", async () => {
+    const dir = repo.copy("mlp");
+    rmSync(join(dir, "model.b1.mlir"));
+    renameSync(join(dir, "model.b8.mlir"), join(dir, "model.mlir"));
+    editMain(join(dir, "model.mlir"), (l) => l.replaceAll("tensor<8x", "tensor<?x"));
+    const bundle = await loadBundle(dir);
+    expect(bundle.modules.map((m) => [m.file, m.batchSize])).toEqual([["model.mlir", null]]);
+    expect(bundle.modules[0]?.signature?.args[0]?.shape).toEqual([-1, 64]);
+    rmSync(dir, { recursive: true });
+  });
+
+  test("a weight stored with its shape reversed (a Julia exporter) still matches", async () => {
+    const dir = repo.copy("mlp");
+    const path = join(dir, "weights.safetensors");
+    const parts = readSafetensorsParts(path);
+    (parts.header["fc1.kernel"] as { shape: number[] }).shape = [256, 64];
+    writeSafetensorsParts(path, parts);
+    const bundle = await loadBundle(dir);
+    expect(bundle.weights.tensor("fc1.kernel").shape).toEqual([256, 64]);
+    rmSync(dir, { recursive: true });
+  });
+
+  test("an unquoted format_version 2.0 (a YAML number) is accepted", async () => {
+    const dir = repo.copy("transformer");
+    editText(join(dir, "manifest.yaml"), (t) => t.replace('format_version: "2.0"', "format_version: 2.0"));
+    expect((await loadBundle(dir)).manifest.formatVersion).toBe("2");
+    rmSync(dir, { recursive: true });
+  });
+});

@@ -1,0 +1,86 @@
+import { openapi } from "@elysiajs/openapi";
+import { XlaserveError } from "@xlaserve/core";
+import { Elysia } from "elysia";
+import type { ServerAppOptions } from "./config.ts";
+import { healthController } from "./health/controller.ts";
+import { HttpError, statusForCode } from "./http-error.ts";
+import { inferController } from "./infer/controller.ts";
+import { InferService } from "./infer/service.ts";
+import { metadataController } from "./metadata/controller.ts";
+import { metricsController } from "./metrics/controller.ts";
+import { repositoryController } from "./repository/controller.ts";
+import { statsController } from "./stats/controller.ts";
+
+/**
+ * The worker's HTTP API: KServe v2 / Open Inference Protocol with Triton's binary tensor data,
+ * model repository and statistics extensions, plus /metrics and an OpenAPI document.
+ */
+export function createServerApp(options: ServerAppOptions) {
+  const { registry, logger, config, metrics } = options;
+  const infer = new InferService({ registry, metrics, logger, maxBodyBytes: config.maxBodyBytes });
+  return (
+    new Elysia({
+      name: "xlaserve.server",
+      // Bun's own limit is only a backstop (its 413 has no JSON body); the infer codec enforces
+      // maxBodyBytes itself with a message naming the limit.
+      serve: { maxRequestBodySize: config.maxBodyBytes * 2 + 1024 * 1024 },
+    })
+      .onError(({ code, error, request }) => {
+        const { status, message } = describeError(code, error, request);
+        if (status >= 500) logger.warn("request failed", { method: request.method, url: request.url, status, error: message });
+        return new Response(JSON.stringify({ error: message }), {
+          status,
+          headers: {
+            "content-type": "application/json",
+            ...(status === 401 ? { "www-authenticate": 'Bearer realm="xlaserve"' } : {}),
+          },
+        });
+      })
+      .use(
+        openapi({
+          path: "/openapi",
+          specPath: "/openapi.json",
+          // The UI loads its script from a CDN; the JSON document is what tools consume.
+          provider: null,
+          documentation: {
+            info: {
+              title: "xlaserve",
+              version: registry.serverInfo().version,
+              description: "KServe v2 / Open Inference Protocol over REST for XLA-compiled models",
+            },
+          },
+        }),
+      )
+      .use(inferController(infer))
+      .use(healthController(registry))
+      .use(metadataController(registry))
+      .use(statsController(registry))
+      .use(repositoryController(registry, config.authToken, logger))
+      .use(metricsController(metrics))
+  );
+}
+
+export type ServerApp = ReturnType<typeof createServerApp>;
+
+/** Every failure as a status and a message for {"error": "..."}. */
+function describeError(code: unknown, error: unknown, request: Request): { status: number; message: string } {
+  // Elysia wraps what a body parser throws; the cause is the real error.
+  const inner = code === "PARSE" && error instanceof Error && error.cause !== undefined ? error.cause : error;
+  if (inner instanceof HttpError) return { status: inner.status, message: inner.message };
+  if (inner instanceof XlaserveError) return { status: statusForCode(inner.code), message: inner.message };
+  switch (code) {
+    case "NOT_FOUND":
+      return { status: 404, message: `no route for ${request.method} ${new URL(request.url).pathname}` };
+    case "PARSE":
+      return { status: 400, message: `request body could not be parsed: ${(inner as Error)?.message ?? inner}` };
+    case "VALIDATION": {
+      const v = error as { valueError?: { path?: string; message?: string }; customError?: unknown };
+      const where = v.valueError?.path ? ` at ${v.valueError.path}` : "";
+      return { status: 400, message: `request${where}: ${v.valueError?.message ?? "does not match the schema"}` };
+    }
+    default: {
+      const status = typeof (inner as { status?: unknown })?.status === "number" ? (inner as { status: number }).status : 500;
+      return { status, message: (inner as Error)?.message ?? String(inner) };
+    }
+  }
+}

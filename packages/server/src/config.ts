@@ -1,0 +1,23 @@
+import type { Logger } from "@xlaserve/core";
+import type { ModelRegistryView } from "./contract.ts";
+import type { Metrics } from "./metrics/metrics.ts";
+
+/** The HTTP layer's own settings; the worker fills them from its configuration. */
+export interface ServerConfig {
+  /** Largest request body accepted (JSON header plus binary tensors), in bytes. */
+  readonly maxBodyBytes: number;
+  /**
+   * Bearer token for the repository extension's load/unload. Without one, load and unload are
+   * refused: they change what the worker serves, so they are never open by default.
+   */
+  readonly authToken?: string;
+}
+
+export interface ServerAppOptions {
+  readonly registry: ModelRegistryView;
+  readonly logger: Logger;
+  readonly config: ServerConfig;
+  readonly metrics: Metrics;
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;

@@ -1,0 +1,189 @@
+import { type DType, type HostTypedArray, allocTyped, kserveName, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
+import { badRequest } from "../http-error.ts";
+
+/**
+ * Decodes a JSON tensor's `data` (flat, or nested row-major lists) straight into the dtype's
+ * typed array, checking every element as it is written: one pass, no intermediate flat array.
+ */
+export function decodeJsonData(
+  label: string,
+  dtype: DType,
+  shape: readonly number[],
+  count: number,
+  data: unknown,
+  maxElements: number,
+): HostTypedArray {
+  if (!Array.isArray(data)) {
+    throw badRequest(`${label}: data must be a list of elements, got ${describe(data)}`);
+  }
+  const flat = data.length === 0 || !Array.isArray(data[0]);
+  if (flat && data.length !== count) {
+    throw badRequest(`${label}: data has ${data.length} elements but shape [${shape.join(", ")}] needs ${count}`);
+  }
+  // Each JSON element takes at least two characters, so a shape asking for more elements than
+  // the text could hold is wrong; checked before allocating so a huge shape cannot exhaust memory.
+  if (count > maxElements) {
+    throw badRequest(`${label}: shape [${shape.join(", ")}] needs ${count} elements, more than the request's data holds`);
+  }
+  const out = allocTyped(dtype, count);
+  const writer = writerFor(label, dtype, out);
+  if (flat) {
+    writer(data, 0);
+    return out;
+  }
+  const walk = new NestedWalk(label, count, writer);
+  walk.visit(data, 0);
+  if (walk.cursor !== count) {
+    throw badRequest(`${label}: data has ${walk.cursor} elements but shape [${shape.join(", ")}] needs ${count}`);
+  }
+  return out;
+}
+
+/** Writes a leaf list of scalars at `offset`, checking each element. */
+type LeafWriter = (leaf: readonly unknown[], offset: number) => void;
+
+/**
+ * Walks nested lists, requiring every list at one depth to have the same length and each list to
+ * hold only lists or only scalars: a ragged or mixed nesting has no row-major meaning.
+ */
+class NestedWalk {
+  cursor = 0;
+  private readonly lengths: number[] = [];
+  constructor(
+    private readonly label: string,
+    private readonly count: number,
+    private readonly writer: LeafWriter,
+  ) {}
+
+  visit(list: readonly unknown[], depth: number): void {
+    const expected = this.lengths[depth];
+    if (expected === undefined) this.lengths[depth] = list.length;
+    else if (expected !== list.length) {
+      throw badRequest(
+        `${this.label}: nested data is ragged: a list at depth ${depth} has ${list.length} elements, an earlier one ${expected}`,
+      );
+    }
+    if (list.length > 0 && Array.isArray(list[0])) {
+      for (const item of list) {
+        if (!Array.isArray(item)) {
+          throw badRequest(`${this.label}: nested data mixes lists and scalars at depth ${depth + 1}`);
+        }
+        this.visit(item, depth + 1);
+      }
+      return;
+    }
+    if (this.cursor + list.length > this.count) {
+      throw badRequest(`${this.label}: data has more than the ${this.count} elements its shape needs`);
+    }
+    this.writer(list, this.cursor);
+    this.cursor += list.length;
+  }
+}
+
+const INT_RANGES: Partial<Record<DType, readonly [number, number]>> = {
+  i8: [-128, 127],
+  i16: [-32768, 32767],
+  i32: [-2147483648, 2147483647],
+  u8: [0, 255],
+  u16: [0, 65535],
+  u32: [0, 4294967295],
+};
+
+function writerFor(label: string, dtype: DType, out: HostTypedArray): LeafWriter {
+  const name = kserveName(dtype);
+  const fail = (v: unknown, index: number, why: string): never => {
+    throw badRequest(`${label}: element ${index} (${describe(v)}) ${why}`);
+  };
+  switch (dtype) {
+    case "f32":
+    case "f64": {
+      const target = out as Float32Array | Float64Array;
+      return (leaf, offset) => {
+        for (let i = 0; i < leaf.length; i++) {
+          const v = leaf[i];
+          target[offset + i] = typeof v === "number" ? v : nonFinite(v, offset + i, name, fail);
+        }
+      };
+    }
+    case "f16":
+    case "bf16": {
+      const target = out as Uint16Array;
+      const toBits = dtype === "f16" ? numberToF16Bits : numberToBf16Bits;
+      return (leaf, offset) => {
+        for (let i = 0; i < leaf.length; i++) {
+          const v = leaf[i];
+          target[offset + i] = toBits(typeof v === "number" ? v : nonFinite(v, offset + i, name, fail));
+        }
+      };
+    }
+    case "bool": {
+      const target = out as Uint8Array;
+      return (leaf, offset) => {
+        for (let i = 0; i < leaf.length; i++) {
+          const v = leaf[i];
+          if (v === true || v === 1) target[offset + i] = 1;
+          else if (v === false || v === 0) target[offset + i] = 0;
+          else fail(v, offset + i, "is not a BOOL: use true/false (or 1/0)");
+        }
+      };
+    }
+    case "i64":
+    case "u64": {
+      const target = out as BigInt64Array | BigUint64Array;
+      const min = dtype === "i64" ? Number.MIN_SAFE_INTEGER : 0;
+      return (leaf, offset) => {
+        for (let i = 0; i < leaf.length; i++) {
+          const v = leaf[i];
+          checkInteger(v, offset + i, name, fail);
+          if ((v as number) < min) fail(v, offset + i, `is out of range for ${name}`);
+          if (!Number.isSafeInteger(v)) {
+            fail(v, offset + i, `is beyond +-2^53, which JSON numbers cannot carry exactly; send ${name} as binary data`);
+          }
+          target[offset + i] = BigInt(v as number);
+        }
+      };
+    }
+    default: {
+      const range = INT_RANGES[dtype];
+      if (!range) throw badRequest(`${label}: datatype ${name} cannot be sent as JSON`);
+      const [min, max] = range;
+      const target = out as Int8Array | Int16Array | Int32Array | Uint8Array | Uint16Array | Uint32Array;
+      return (leaf, offset) => {
+        for (let i = 0; i < leaf.length; i++) {
+          const v = leaf[i];
+          checkInteger(v, offset + i, name, fail);
+          if ((v as number) < min || (v as number) > max) {
+            fail(v, offset + i, `is out of range for ${name} [${min}, ${max}]`);
+          }
+          target[offset + i] = v as number;
+        }
+      };
+    }
+  }
+}
+
+type Fail = (v: unknown, index: number, why: string) => never;
+
+/** Floats also take the non-finite literals (quoted by parseJsonLenient). */
+function nonFinite(v: unknown, index: number, name: string, fail: Fail): number {
+  if (v === "NaN") return Number.NaN;
+  if (v === "Infinity") return Number.POSITIVE_INFINITY;
+  if (v === "-Infinity") return Number.NEGATIVE_INFINITY;
+  return fail(v, index, `is not a number; ${name} takes numbers`);
+}
+
+function checkInteger(v: unknown, index: number, name: string, fail: Fail): void {
+  if (typeof v === "number" && Number.isInteger(v)) return;
+  if (v === "NaN" || v === "Infinity" || v === "-Infinity") fail(v, index, `is not finite; ${name} takes integers`);
+  if (typeof v === "number") fail(v, index, `is not an integer; ${name} takes integers`);
+  fail(v, index, `is not a number; ${name} takes integers`);
+}
+
+export function describe(v: unknown): string {
+  if (v === undefined) return "nothing";
+  if (v === "NaN" || v === "Infinity" || v === "-Infinity") return v;
+  if (Array.isArray(v)) return "a list";
+  if (v === null) return "null";
+  const text = JSON.stringify(v);
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
+}

@@ -1,0 +1,73 @@
+import type { Logger } from "@xlaserve/core";
+import { XlaserveError, asXlaserveError } from "@xlaserve/core";
+import type { ModelRegistryView } from "../contract.ts";
+import { findModel } from "../metadata/service.ts";
+import { HttpError, errorResponse, statusForCode } from "../http-error.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import { readBody, splitBody } from "./body.ts";
+import { decodeInferRequest } from "./decode-request.ts";
+import { encodeInferResponse } from "./encode-response.ts";
+import { checkEnvelope } from "./envelope.ts";
+
+export interface InferServiceOptions {
+  readonly registry: ModelRegistryView;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly maxBodyBytes: number;
+}
+
+/**
+ * One infer request from raw body to Response: every error becomes its {"error"} answer here, so
+ * each request is counted, timed and logged exactly once whatever happened to it.
+ */
+export class InferService {
+  constructor(private readonly options: InferServiceOptions) {}
+
+  async handle(request: Request, modelName: string, version: string | undefined): Promise<Response> {
+    const start = performance.now();
+    let label = "_unknown";
+    let id: string | undefined;
+    let response: Response;
+    let failure: string | undefined;
+    try {
+      const model = findModel(this.options.registry, modelName, version);
+      label = model.name;
+      if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
+      const bytes = await readBody(request, this.options.maxBodyBytes);
+      const split = splitBody(request.headers.get("inference-header-content-length"), bytes);
+      const body = checkEnvelope(split.header);
+      id = body.id;
+      const headerBytes = bytes.byteLength - split.binary.byteLength;
+      const decoded = decodeInferRequest(model, body, split.binary, headerBytes);
+      const results = await model.infer({ id: decoded.id, inputs: decoded.inputs, signal: request.signal });
+      response = encodeInferResponse(
+        { modelName: model.name, modelVersion: model.version, id: decoded.id },
+        decoded.outputs,
+        results,
+      );
+    } catch (error) {
+      const status = statusOf(error);
+      failure = (error as Error).message ?? String(error);
+      response = errorResponse(status, failure);
+    }
+    const seconds = (performance.now() - start) / 1000;
+    const { metrics, logger } = this.options;
+    const status = String(response.status);
+    metrics.requests.inc({ model: label, status });
+    metrics.requestLatency.observe({ model: label }, seconds);
+    const fields = { model: modelName, version, status: response.status, ms: round(seconds * 1000), id };
+    if (failure === undefined) logger.debug("infer", fields);
+    else logger.warn("infer failed", { ...fields, error: failure });
+    return response;
+  }
+
+}
+
+export function statusOf(error: unknown): number {
+  if (error instanceof HttpError) return error.status;
+  return statusForCode(asXlaserveError(error).code);
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

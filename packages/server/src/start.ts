@@ -1,0 +1,32 @@
+import type { ServerApp } from "./app.ts";
+
+export interface ListenOptions {
+  /** Interface to bind; 127.0.0.1 unless the operator opens it up. */
+  readonly host: string;
+  /** 0 picks a free port (tests, benches). */
+  readonly port: number;
+}
+
+export interface RunningServer {
+  /** http://host:port of the bound socket (the real port when 0 was asked for). */
+  readonly url: string;
+  readonly port: number;
+  /** Stops accepting connections; with `force`, also closes in-flight ones. */
+  stop(force?: boolean): Promise<void>;
+}
+
+/** Binds the app with Bun.serve (through Elysia) and reports where it listens. */
+export function startServer(app: ServerApp, options: ListenOptions): RunningServer {
+  app.listen({ hostname: options.host, port: options.port });
+  const server = app.server;
+  if (!server) throw new Error(`the HTTP server did not start on ${options.host}:${options.port}`);
+  const port = server.port as number;
+  const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    stop: async (force = false) => {
+      await app.stop(force);
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import { createLogger } from "@xlaserve/core";
+import { createServerApp } from "../../src/app.ts";
+import { Metrics } from "../../src/metrics/metrics.ts";
+import { startServer } from "../../src/start.ts";
+import { TestRegistry } from "./test-registry.ts";
+
+export interface Harness {
+  readonly url: string;
+  readonly registry: TestRegistry;
+  readonly metrics: Metrics;
+  readonly logs: Record<string, unknown>[];
+  stop(): Promise<void>;
+}
+
+/** The real app on a real socket (127.0.0.1, port 0) over the test registry. */
+export function startHarness(config: { maxBodyBytes?: number; authToken?: string } = {}): Harness {
+  const registry = new TestRegistry();
+  const metrics = new Metrics();
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: "debug", sink: (line) => logs.push(JSON.parse(line)) });
+  const app = createServerApp({
+    registry,
+    logger,
+    metrics,
+    config: { maxBodyBytes: config.maxBodyBytes ?? 1024 * 1024, authToken: config.authToken },
+  });
+  const server = startServer(app, { host: "127.0.0.1", port: 0 });
+  return { url: server.url, registry, metrics, logs, stop: () => server.stop(true) };
+}
+
+/** POSTs a JSON value (or raw text) and returns status, headers and the parsed body. */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? parseLenient(text) : undefined };
+}
+
+/** JSON.parse that also reads the NaN / Infinity literals the server writes for non-finite floats. */
+export function parseLenient(text: string): any {
+  return JSON.parse(text.replace(/(?<=[\[,])(-?Infinity|NaN)(?=[\],])/g, '"$1"'), (_k, v) =>
+    v === "NaN" ? Number.NaN : v === "Infinity" ? Number.POSITIVE_INFINITY : v === "-Infinity" ? Number.NEGATIVE_INFINITY : v,
+  );
+}
+
+/** Builds a binary-extension body: JSON header, then the tensors' bytes in order. */
+export function binaryBody(header: unknown, parts: Uint8Array[]): { body: Uint8Array; headerLength: number } {
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const total = json.byteLength + parts.reduce((n, p) => n + p.byteLength, 0);
+  const body = new Uint8Array(total);
+  body.set(json, 0);
+  let at = json.byteLength;
+  for (const p of parts) {
+    body.set(p, at);
+    at += p.byteLength;
+  }
+  return { body, headerLength: json.byteLength };
+}
+
+/** Splits a binary-extension response into its JSON header and binary section. */
+export async function readBinaryResponse(response: Response): Promise<{ header: any; binary: Uint8Array }> {
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const length = Number(response.headers.get("inference-header-content-length") ?? bytes.byteLength);
+  return { header: JSON.parse(new TextDecoder().decode(bytes.subarray(0, length))), binary: bytes.subarray(length) };
+}
