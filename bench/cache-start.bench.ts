@@ -4,8 +4,10 @@
  * engine with the example bundles. Each start is a fresh Bun process, as a restart is.
  *
  *   bun bench/cache-start.bench.ts [repository] [runs]
+ *   XLASERVE_BENCH_ENGINE=pjrt bun bench/cache-start.bench.ts <repository with resnet50> [runs]
+ *     (GPU host; the plugin is found as tests/gpu finds it, or set XLASERVE_PJRT_PLUGIN)
  *
- * Writes bench/results/cache-start-cpu.json. Two figures per start: `readyMs` as the child
+ * Writes bench/results/cache-start-<cpu|pjrt>.json. Two figures per start: `readyMs` as the child
  * measures it (performance.now() counts from its process start) and `wallMs` from spawn to exit
  * as this parent sees it.
  */
@@ -21,6 +23,8 @@ interface Start {
   readyMs: number;
   wallMs: number;
   programs: { model: string; module: string; outcome: string; ms: number }[];
+  identity: Record<string, string>;
+  phases: Record<string, number>;
 }
 
 async function start(repository: string, stateDir: string): Promise<Start> {
@@ -37,6 +41,10 @@ function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function medianPhases(starts: Start[]): Record<string, number> {
+  return Object.fromEntries(Object.keys(starts[0]!.phases).map((k) => [k, median(starts.map((s) => s.phases[k]!))]));
 }
 
 const work = mkdtempSync(join(tmpdir(), "xlaserve-cache-bench-"));
@@ -63,7 +71,8 @@ try {
 
 const summary = {
   benchmark: "cache-start",
-  engine: "reactant (CPU)",
+  engine: process.env.XLASERVE_BENCH_ENGINE === "pjrt" ? "pjrt" : "reactant (CPU)",
+  identity: cold[0]!.identity,
   date: new Date().toISOString(),
   host: { cpus: cpus().length, cpu: cpus()[0]?.model ?? "unknown", platform: process.platform, bun: Bun.version },
   runs,
@@ -72,6 +81,8 @@ const summary = {
   warmReadyMsMedian: median(warm.map((s) => s.readyMs)),
   coldWallMsMedian: median(cold.map((s) => s.wallMs)),
   warmWallMsMedian: median(warm.map((s) => s.wallMs)),
+  coldPhasesMedian: medianPhases(cold),
+  warmPhasesMedian: medianPhases(warm),
   speedupReady: median(cold.map((s) => s.readyMs)) / median(warm.map((s) => s.readyMs)),
   perProgram: cold[0]!.programs.map((p, i) => ({
     model: p.model,
@@ -81,9 +92,22 @@ const summary = {
   })),
 };
 console.log(`cache start, ${summary.programs} programs, ${runs} runs (median ms, process start -> all models ready)`);
-console.log(`  cold ${summary.coldReadyMsMedian.toFixed(1)}   warm ${summary.warmReadyMsMedian.toFixed(1)}   x${summary.speedupReady.toFixed(1)}`);
+console.log(
+  `  cold ${summary.coldReadyMsMedian.toFixed(1)}   warm ${summary.warmReadyMsMedian.toFixed(1)}   x${summary.speedupReady.toFixed(1)}`,
+);
+const fmt = (p: Record<string, number>) =>
+  Object.entries(p)
+    .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+    .join(", ");
+console.log(`  cold phases: ${fmt(summary.coldPhasesMedian)}`);
+console.log(`  warm phases: ${fmt(summary.warmPhasesMedian)}`);
 for (const p of summary.perProgram) {
-  console.log(`  ${`${p.model}/${p.module}`.padEnd(32)} compile ${p.compileMsMedian.toFixed(1).padStart(8)}  load ${p.loadMsMedian.toFixed(2).padStart(7)}`);
+  console.log(
+    `  ${`${p.model}/${p.module}`.padEnd(32)} compile ${p.compileMsMedian.toFixed(1).padStart(8)}  load ${p.loadMsMedian.toFixed(2).padStart(7)}`,
+  );
 }
 mkdirSync(join(import.meta.dir, "results"), { recursive: true });
-writeFileSync(join(import.meta.dir, "results", "cache-start-cpu.json"), `${JSON.stringify(summary, null, 2)}\n`);
+writeFileSync(
+  join(import.meta.dir, "results", `cache-start-${process.env.XLASERVE_BENCH_ENGINE === "pjrt" ? "pjrt" : "cpu"}.json`),
+  `${JSON.stringify(summary, null, 2)}\n`,
+);

@@ -44,7 +44,11 @@ export function copyBundle(example: string, to: string): void {
  * Rewrites a bundle's weights.safetensors with the named tensors (default: every tensor whose name
  * ends in "bias") multiplied by `factor`, via a temp file renamed over the original (atomic).
  */
-export function scaleWeights(bundleDir: string, factor: number, match: (name: string) => boolean = (n) => n.endsWith("bias")): void {
+export function scaleWeights(
+  bundleDir: string,
+  factor: number,
+  match: (name: string) => boolean = (n) => n.endsWith("bias"),
+): void {
   const path = join(bundleDir, "weights.safetensors");
   const bytes = new Uint8Array(readFileSync(path));
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -84,7 +88,9 @@ export function collectLogs(echo = !!process.env.XLASERVE_TEST_LOGS): LogCollect
 }
 
 /** The reference inputs and XLA-CPU outputs of an example bundle, by batch size. */
-export function readReference(example: string): Map<number, { inputs: Map<string, HostTensor>; outputs: Map<string, HostTensor> }> {
+export function readReference(
+  example: string,
+): Map<number, { inputs: Map<string, HostTensor>; outputs: Map<string, HostTensor> }> {
   const file = openSafetensors(join(EXAMPLES, example, "reference.safetensors"));
   const out = new Map<number, { inputs: Map<string, HostTensor>; outputs: Map<string, HostTensor> }>();
   for (const name of file.tensors.keys()) {
@@ -103,7 +109,17 @@ export function readReference(example: string): Map<number, { inputs: Map<string
   return out;
 }
 
-const KSERVE: Record<string, string> = { f32: "FP32", f64: "FP64", i32: "INT32", i64: "INT64", f16: "FP16", bf16: "BF16", u8: "UINT8", i8: "INT8", bool: "BOOL" };
+const KSERVE: Record<string, string> = {
+  f32: "FP32",
+  f64: "FP64",
+  i32: "INT32",
+  i64: "INT64",
+  f16: "FP16",
+  bf16: "BF16",
+  u8: "UINT8",
+  i8: "INT8",
+  bool: "BOOL",
+};
 
 export interface InferOutput {
   name: string;
@@ -113,7 +129,12 @@ export interface InferOutput {
 }
 
 /** POST .../infer with JSON tensors. */
-export async function inferJson(url: string, model: string, inputs: Map<string, HostTensor>, init: { id?: string } = {}): Promise<{ status: number; body: Record<string, unknown>; outputs: Map<string, InferOutput> }> {
+export async function inferJson(
+  url: string,
+  model: string,
+  inputs: Map<string, HostTensor>,
+  init: { id?: string } = {},
+): Promise<{ status: number; body: Record<string, unknown>; outputs: Map<string, InferOutput> }> {
   const body = {
     id: init.id,
     inputs: [...inputs].map(([name, t]) => ({
@@ -135,7 +156,15 @@ export async function inferJson(url: string, model: string, inputs: Map<string, 
 }
 
 /** POST .../infer with the binary tensor data extension, asking for binary outputs. */
-export async function inferBinary(url: string, model: string, inputs: Map<string, HostTensor>): Promise<{ status: number; outputs: Map<string, { shape: number[]; datatype: string; data: Float32Array | Int32Array | Uint8Array }>; error?: string }> {
+export async function inferBinary(
+  url: string,
+  model: string,
+  inputs: Map<string, HostTensor>,
+): Promise<{
+  status: number;
+  outputs: Map<string, { shape: number[]; datatype: string; data: Float32Array | Int32Array | Uint8Array }>;
+  error?: string;
+}> {
   const chunks: Uint8Array[] = [];
   const header = {
     inputs: [...inputs].map(([name, t]) => {
@@ -155,16 +184,28 @@ export async function inferBinary(url: string, model: string, inputs: Map<string
   }
   const res = await fetch(`${url}/v2/models/${model}/infer`, {
     method: "POST",
-    headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(headerBytes.byteLength) },
+    headers: {
+      "content-type": "application/octet-stream",
+      "inference-header-content-length": String(headerBytes.byteLength),
+    },
     body,
   });
   const raw = new Uint8Array(await res.arrayBuffer());
   if (res.status !== 200) return { status: res.status, outputs: new Map(), error: new TextDecoder().decode(raw) };
   const hlen = Number(res.headers.get("inference-header-content-length") ?? raw.byteLength);
   const json = JSON.parse(new TextDecoder().decode(raw.subarray(0, hlen))) as {
-    outputs: Array<{ name: string; datatype: string; shape: number[]; data?: number[]; parameters?: { binary_data_size?: number } }>;
+    outputs: Array<{
+      name: string;
+      datatype: string;
+      shape: number[];
+      data?: number[];
+      parameters?: { binary_data_size?: number };
+    }>;
   };
-  const outputs = new Map<string, { shape: number[]; datatype: string; data: Float32Array | Int32Array | Uint8Array }>();
+  const outputs = new Map<
+    string,
+    { shape: number[]; datatype: string; data: Float32Array | Int32Array | Uint8Array }
+  >();
   let pos = hlen;
   for (const o of json.outputs) {
     const size = o.parameters?.binary_data_size;
@@ -174,7 +215,12 @@ export async function inferBinary(url: string, model: string, inputs: Map<string
     }
     const slice = raw.slice(pos, pos + size);
     pos += size;
-    const data = o.datatype === "FP32" ? new Float32Array(slice.buffer) : o.datatype === "INT32" ? new Int32Array(slice.buffer) : slice;
+    const data =
+      o.datatype === "FP32"
+        ? new Float32Array(slice.buffer)
+        : o.datatype === "INT32"
+          ? new Int32Array(slice.buffer)
+          : slice;
     outputs.set(o.name, { shape: o.shape, datatype: o.datatype, data });
   }
   return { status: res.status, outputs };
@@ -198,11 +244,11 @@ export function exists(path: string): boolean {
 }
 
 /** Waits until `fn` returns truthy (polling), or throws after `timeoutMs`. */
-export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 20_000, stepMs = 25): Promise<T> {
+export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 20_000, stepMs = 25): Promise<NonNullable<T>> {
   const t0 = Date.now();
   for (;;) {
     const v = await fn();
-    if (v) return v;
+    if (v) return v as NonNullable<T>;
     if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms`);
     await Bun.sleep(stepMs);
   }

@@ -28,11 +28,27 @@ describe.skipIf(!backend)("compiling one module twice", () => {
         const [a, b] = outputs as [HostTensor[], HostTensor[]];
         const sameOutputs = a.every((t, i) => sameBytes(t, b[i] as HostTensor));
         const sameExecutable = Buffer.from(serialized[0] ?? []).equals(Buffer.from(serialized[1] ?? []));
-        figures.push({ model: `${c.model} b${c.batch}`, deterministic: options.deterministic ?? false, sameOutputs, sameExecutable });
+        figures.push({
+          model: `${c.model} b${c.batch}`,
+          deterministic: options.deterministic ?? false,
+          sameOutputs,
+          sameExecutable,
+        });
         if (options.deterministic) expect(sameOutputs).toBe(true);
       }
       for (const b of args) b.dispose();
     }
-    recordResult("two_compiles", figures);
+    // Are debug options in env_option_overrides really read? An unknown one should be refused.
+    const c = bundleCases("mlp")[0];
+    let unknownOption: Record<string, unknown> = { rejected: false };
+    if (c) {
+      try {
+        const exe = await backend.compile(c.module, { xlaFlags: { xla_gpu_no_such_option_xlaserve: true } });
+        exe.dispose();
+      } catch (error) {
+        unknownOption = { rejected: true, message: String((error as Error).message).slice(0, 300) };
+      }
+    }
+    recordResult("two_compiles", { figures, unknownOption });
   }, 240_000);
 });

@@ -7,7 +7,8 @@ import { gpuPlugin } from "./support/plugin.ts";
 import { recordResult } from "./support/results.ts";
 
 const backend = await gpuBackend();
-const MALFORMED = "module @broken {\n  func.func public @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n    %0 = stablehlo.add %arg0, %nope : tensor<2xf32>\n";
+const MALFORMED =
+  "module @broken {\n  func.func public @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n    %0 = stablehlo.add %arg0, %nope : tensor<2xf32>\n";
 
 describe.skipIf(!backend)("bad programs on the GPU", () => {
   test("a malformed module is a clear COMPILE_FAILED and the process stays up", async () => {

@@ -38,14 +38,24 @@ describe.skipIf(!backend)("a serialized executable reloaded in a fresh process",
           out: join(dir, "out"),
         };
         writeFileSync(join(dir, "job.json"), JSON.stringify(job));
-        const child = Bun.spawnSync([process.execPath, resolve(import.meta.dir, "support/reload-child.ts"), join(dir, "job.json")]);
+        const child = Bun.spawnSync([
+          process.execPath,
+          resolve(import.meta.dir, "support/reload-child.ts"),
+          join(dir, "job.json"),
+        ]);
         expect(child.exitCode).toBe(0);
         const timing = JSON.parse(child.stdout.toString().trim().split("\n").pop() ?? "{}");
         here.forEach((h, i) => {
           const there = readFileSync(`${job.out}.${i}`);
           expect(Buffer.from(h.data.buffer, h.data.byteOffset, h.data.byteLength).equals(there)).toBe(true);
         });
-        figures.push({ model, batch: c.batch, serializedBytes: bytes.byteLength, byteIdentical: true, child: roundAll(timing) });
+        figures.push({
+          model,
+          batch: c.batch,
+          serializedBytes: bytes.byteLength,
+          byteIdentical: true,
+          child: roundAll(timing),
+        });
         for (const b of [...args, ...outs]) b.dispose();
         exe.dispose();
       } finally {

@@ -3,6 +3,7 @@ import { XlaserveError } from "@xlaserve/core";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import { discoverPjrtPlugins } from "@xlaserve/core/engine/discover.ts";
 import { type EngineChoice, type ProbeResult, selectEngine } from "@xlaserve/core/engine/select.ts";
+import { ThreadedBackend } from "./threaded-backend.ts";
 
 /**
  * Engine selection (engine = auto | pjrt | reactant) and the backend it names. The backend packages
@@ -35,22 +36,42 @@ export async function chooseEngine(config: Config, log: Logger): Promise<EngineC
 
 const noProbe: ProbeResult = { ok: false, code: "PLUGIN_NOT_FOUND", message: "the PJRT backend is not available" };
 
-export async function createBackend(choice: EngineChoice, config: Config): Promise<AbstractBackend> {
+export async function createBackend(
+  choice: EngineChoice,
+  config: Config,
+  opts: { engineThread?: boolean; log?: Logger } = {},
+): Promise<AbstractBackend> {
   if (choice.engine === "pjrt") {
     const pjrt = await importPackage("@xlaserve/backend-pjrt");
     const create = pjrt.createPjrtBackend as ((o: unknown) => AbstractBackend | Promise<AbstractBackend>) | undefined;
     if (!create) throw new XlaserveError("UNSUPPORTED", "@xlaserve/backend-pjrt exports no createPjrtBackend");
+    if (!choice.plugin?.path) throw new XlaserveError("PLUGIN_NOT_FOUND", "engine=pjrt but no plugin was selected");
     return await create({
-      plugin: choice.plugin?.path,
+      pluginPath: choice.plugin.path,
       memoryFraction: config.pjrt.memoryFraction,
       preallocate: config.pjrt.preallocate,
+      isolateCompile: config.pjrt.compileInChild,
     });
+  }
+  if (opts.engineThread ?? true) {
+    // The CPU engine computes on the calling thread; give it its own so requests never stall the
+    // HTTP event loop.
+    try {
+      return await ThreadedBackend.create({ module: "@xlaserve/backend-reactant", export: "createReactantBackend" });
+    } catch (err) {
+      opts.log?.warn("the CPU engine could not start on its own thread; running it on the main thread", {
+        error: String(err),
+      });
+    }
   }
   let reactant: Loaded;
   try {
     reactant = await importPackage("@xlaserve/backend-reactant");
   } catch (err) {
-    throw new XlaserveError("UNSUPPORTED", `the CPU engine (@xlaserve/backend-reactant) cannot be loaded: ${String(err)}`);
+    throw new XlaserveError(
+      "UNSUPPORTED",
+      `the CPU engine (@xlaserve/backend-reactant) cannot be loaded: ${String(err)}`,
+    );
   }
   const create = reactant.createReactantBackend as (() => AbstractBackend | Promise<AbstractBackend>) | undefined;
   if (!create) throw new XlaserveError("UNSUPPORTED", "@xlaserve/backend-reactant exports no createReactantBackend");

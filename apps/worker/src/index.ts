@@ -41,6 +41,8 @@ export interface WorkerOverrides {
   /** Use this instead of the program cache (tests). */
   readonly programs?: ProgramSource;
   readonly logger?: Logger;
+  /** Run the CPU engine on its own thread (default true) so compute never blocks the event loop. */
+  readonly engineThread?: boolean;
   /** Install SIGTERM/SIGINT handlers that stop the worker (the CLI does). */
   readonly handleSignals?: boolean;
 }
@@ -79,7 +81,10 @@ export function resolveWorkerConfig(overrides: WorkerOverrides = {}): Config {
   if (overrides.port !== undefined || overrides.host !== undefined) {
     shortcuts.server = { port: overrides.port, host: overrides.host };
   }
-  const merged = merge(merge(loaded as unknown as Record<string, unknown>, (overrides.config ?? {}) as Record<string, unknown>), shortcuts);
+  const merged = merge(
+    merge(loaded as unknown as Record<string, unknown>, (overrides.config ?? {}) as Record<string, unknown>),
+    shortcuts,
+  );
   return validateConfig(merged);
 }
 
@@ -100,10 +105,18 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     engine = { engine: backend.name, reason: "backend supplied by the caller" };
   } else {
     engine = await chooseEngine(config, log);
-    backend = await createBackend(engine, config);
+    backend = await createBackend(engine, config, {
+      engineThread: overrides.engineThread ?? process.env.XLASERVE_ENGINE_THREAD !== "0",
+      log,
+    });
   }
   const identity = backend.identity();
-  log.info("engine selected", { engine: engine.engine, reason: engine.reason, device: identity.deviceKind, platform: identity.platform });
+  log.info("engine selected", {
+    engine: engine.engine,
+    reason: engine.reason,
+    device: identity.deviceKind,
+    platform: identity.platform,
+  });
 
   // Program cache.
   let cache: ProgramCache | null = null;
@@ -220,7 +233,14 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   });
 
   // Load every bundle (compile or load from the cache, probe, warm up), then resolve the budget.
-  await registry.loadAll();
+  try {
+    await registry.loadAll();
+  } catch (err) {
+    await registry.shutdown();
+    cache?.close();
+    await backend.dispose();
+    throw err;
+  }
   const b = registry.currentBudget();
   if (b) {
     log.info("memory", {

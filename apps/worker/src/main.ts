@@ -144,7 +144,9 @@ async function serve(values: Values): Promise<void> {
   for (const m of worker.registry.models()) {
     const records = m.programRecords();
     const hits = records.filter((r) => r.outcome === "hit").length;
-    const ms = records.map((r) => `${r.file} ${r.outcome} ${Math.round(r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs)} ms`);
+    const ms = records.map(
+      (r) => `${r.file} ${r.outcome} ${Math.round(r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs)} ms`,
+    );
     out.write(
       `  loaded ${m.name}: cache ${hits}/${records.length} hit (${ms.join(", ")}), ${Math.round(m.loadMs)} ms total, weights ${formatBytes(m.weightBytes)}, scratch ${formatBytes(m.scratchBytes)}, residency ${m.residency}\n`,
     );
@@ -250,7 +252,11 @@ if (import.meta.main) {
       if (code !== null) process.exit(code);
     },
     (err) => {
-      const message = isXlaserveError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? (err.stack ?? err.message) : String(err);
+      const message = isXlaserveError(err)
+        ? `${err.code}: ${err.message}`
+        : err instanceof Error
+          ? (err.stack ?? err.message)
+          : String(err);
       process.stderr.write(`xlaserve: ${message}\n`);
       process.exit(1);
     },

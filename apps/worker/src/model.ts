@@ -1,10 +1,4 @@
-import type {
-  AbstractBackend,
-  DeviceBuffer,
-  Executable,
-  HostTensor,
-  Logger,
-} from "@xlaserve/core";
+import type { AbstractBackend, DeviceBuffer, Executable, HostTensor, Logger, MemoryStats } from "@xlaserve/core";
 import { XlaserveError, zeros } from "@xlaserve/core";
 import type { Bundle, BundleModule, TensorSpec } from "@xlaserve/core/bundle/types.ts";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
@@ -65,6 +59,11 @@ export interface RuntimeModelOptions {
   readonly generation: number;
   readonly fingerprint: string;
   readonly loadMs: number;
+}
+
+/** A backend that runs a whole request in one call (the threaded engine). */
+export interface FusedRun {
+  run(executable: Executable, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): Promise<HostTensor[]>;
 }
 
 let nextOwnerId = 0;
@@ -249,7 +248,10 @@ export class RuntimeModel implements ServedModel {
       if (module.batchSize === null) fallback = { module, program };
     }
     if (fallback) return fallback;
-    throw new XlaserveError("INTERNAL", `model "${this.name}": no program for variant ${variant}, batch size ${batchSize}`);
+    throw new XlaserveError(
+      "INTERNAL",
+      `model "${this.name}": no program for variant ${variant}, batch size ${batchSize}`,
+    );
   }
 
   /** Variants as the probe enumerates them. */
@@ -262,7 +264,8 @@ export class RuntimeModel implements ServedModel {
   inputShape(index: number, variant: number | null, batchSize: number): number[] {
     const spec = this.inputs[index];
     if (!spec) throw new XlaserveError("INTERNAL", `no input ${index}`);
-    const variantShape = variant === null ? undefined : this.bundle.manifest.inputShapeVariants[variant]?.shapes[spec.name];
+    const variantShape =
+      variant === null ? undefined : this.bundle.manifest.inputShapeVariants[variant]?.shapes[spec.name];
     return spec.dims.map((d, axis) => {
       if (d.kind === "fixed") return d.size;
       if (d.kind === "batch") return batchSize;
@@ -285,7 +288,10 @@ export class RuntimeModel implements ServedModel {
       if (fits) return variant.index;
     }
     const shapes = this.inputs.map((s) => `${s.name} [${inputs.get(s.name)?.shape.join(", ")}]`).join(", ");
-    throw new XlaserveError("INVALID_ARGUMENT", `model "${this.name}": input shapes ${shapes} match none of its compiled input_shapes variants`);
+    throw new XlaserveError(
+      "INVALID_ARGUMENT",
+      `model "${this.name}": input shapes ${shapes} match none of its compiled input_shapes variants`,
+    );
   }
 
   private requestBatch(inputs: ReadonlyMap<string, HostTensor>): number | null {
@@ -351,6 +357,40 @@ export class RuntimeModel implements ServedModel {
     return this.deviceLock.shared(async () => {
       const tIn = performance.now();
       const lease = await this.weightsManager.acquire(this.ownerId);
+      const fused = (this.backend as Partial<FusedRun>).run;
+      if (fused) {
+        // One round trip to the engine thread: upload, execute, download.
+        try {
+          const padded = this.inputs.map((spec) => {
+            const t = inputs.get(spec.name);
+            if (!t) throw new XlaserveError("INVALID_ARGUMENT", `model "${this.name}": missing input "${spec.name}"`);
+            return spec.batchAxis !== null && batch !== null ? padAxis(t, spec.batchAxis, size) : t;
+          });
+          c.computeInput.count++;
+          c.computeInput.ns += nsSince(tIn);
+          const tRun = performance.now();
+          const results = await fused.call(this.backend, program.executable, padded, lease.buffers);
+          const runSeconds = (performance.now() - tRun) / 1000;
+          c.computeInfer.count++;
+          c.computeInfer.ns += Math.round(runSeconds * 1e9);
+          this.hooks.computeSeconds?.(this.name, runSeconds);
+          const tOut = performance.now();
+          const out = new Map<string, HostTensor>();
+          for (let i = 0; i < this.outputs.length; i++) {
+            const spec = this.outputs[i];
+            let host = results[i];
+            if (!spec || !host) continue;
+            if (spec.batchAxis !== null && batch !== null && batch !== size)
+              host = sliceAxis(host, spec.batchAxis, batch);
+            out.set(spec.name, host);
+          }
+          c.computeOutput.count++;
+          c.computeOutput.ns += nsSince(tOut);
+          return out;
+        } finally {
+          lease.release();
+        }
+      }
       const args: DeviceBuffer[] = [];
       let results: DeviceBuffer[] = [];
       try {
@@ -375,7 +415,8 @@ export class RuntimeModel implements ServedModel {
           const buffer = results[i];
           if (!spec || !buffer) continue;
           let host = await this.backend.download(buffer);
-          if (spec.batchAxis !== null && batch !== null && batch !== size) host = sliceAxis(host, spec.batchAxis, batch);
+          if (spec.batchAxis !== null && batch !== null && batch !== size)
+            host = sliceAxis(host, spec.batchAxis, batch);
           out.set(spec.name, host);
         }
         c.computeOutput.count++;
@@ -404,7 +445,7 @@ export class RuntimeModel implements ServedModel {
         for (const variant of this.variants()) {
           for (const size of this.compiledBatchSizes) {
             const { program } = this.programFor(variant, size);
-            const before = this.backend.memoryStats().inUseBytes;
+            const before = (await this.freshMemoryStats()).inUseBytes;
             try {
               this.backend.resetPeakMemory();
             } catch {
@@ -423,7 +464,7 @@ export class RuntimeModel implements ServedModel {
               for (const b of results) b.dispose();
               for (const b of args) b.dispose();
             }
-            const peak = this.backend.memoryStats().peakBytes;
+            const peak = (await this.freshMemoryStats()).peakBytes;
             perProgram.push({
               variant,
               batchSize: size,
@@ -440,6 +481,12 @@ export class RuntimeModel implements ServedModel {
       this.probe = { weightBytes: this.weightBytes, scratchBytes, perProgram, peakReset };
       return this.probe;
     });
+  }
+
+  /** Memory figures after every earlier device call landed (a threaded engine reports lazily). */
+  private async freshMemoryStats(): Promise<MemoryStats> {
+    const refresh = (this.backend as { refreshMemoryStats?: () => Promise<MemoryStats> }).refreshMemoryStats;
+    return refresh ? await refresh.call(this.backend) : this.backend.memoryStats();
   }
 
   /** Retires this version: new requests go to `successor` (or fail as unloaded when null). */

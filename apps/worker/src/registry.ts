@@ -114,7 +114,20 @@ export class ModelRegistry implements ModelRegistryView {
     return [...names].sort().map((name) => {
       const slot = this.slots.get(name);
       if (!slot) return { name, version: "1", state: "UNAVAILABLE" as ModelState, reason: "unloaded" };
-      return { name, version: "1", state: slot.state, reason: slot.reason };
+      const m = slot.current;
+      const w = m ? this.weights.state(m.ownerId) : undefined;
+      const extra = m
+        ? {
+            residency: m.residency,
+            resident: w?.resident ?? false,
+            weightBytes: m.weightBytes,
+            scratchBytes: m.scratchBytes,
+            weightLoads: w?.loads ?? 0,
+            weightEvicts: w?.evicts ?? 0,
+            ...this.budgetExtra(),
+          }
+        : this.budgetExtra();
+      return { name, version: "1", state: slot.state, reason: slot.reason, extra };
     });
   }
 
@@ -358,7 +371,8 @@ export class ModelRegistry implements ModelRegistryView {
     try {
       const bundle = await loadBundle(dir);
       for (const module of bundle.modules) {
-        const program = await this.options.programs(bundle, module);
+        // Shared with requests, exclusive of probes: compile scratch never lands in a probe's peak.
+        const program = await this.deviceLock.shared(() => this.options.programs(bundle, module));
         programs.set(module, program);
         this.options.hooks?.programLoaded?.(name, program);
       }
@@ -410,6 +424,7 @@ export class ModelRegistry implements ModelRegistryView {
         );
       }
 
+      if (this.draining) throw new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");
       const loadMs = performance.now() - t0;
       model.loadMs = loadMs;
       // The atomic swap: new requests go to the new version, in-flight ones finish on the old.

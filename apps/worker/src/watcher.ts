@@ -168,7 +168,10 @@ export class RepositoryWatcher {
         this.seenIds.set(action.name, dirIdentity(action.dir));
         if (!renamed) {
           await this.options.target.remove(from);
-          await this.options.target.loadFromDir(action.name, action.dir, { throwOnError: false, fingerprint: action.fingerprint });
+          await this.options.target.loadFromDir(action.name, action.dir, {
+            throwOnError: false,
+            fingerprint: action.fingerprint,
+          });
         }
       } else if (action.kind === "unload") {
         await this.options.target.remove(action.name);

@@ -270,7 +270,7 @@ export class WeightManager {
   /** Test and admin hook: evicts one model's device-residency weights now when idle. */
   evictNow(id: string): boolean {
     const e = this.entries.get(id);
-    if (!e || e.owner.residency !== "device" || !e.buffers || e.inUse > 0) return false;
+    if (e?.owner.residency !== "device" || !e.buffers || e.inUse > 0) return false;
     this.evict(e);
     return true;
   }

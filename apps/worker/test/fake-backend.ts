@@ -15,6 +15,7 @@ import {
   type ModuleSource,
   allocTyped,
   elementCount,
+  parseMainSignature,
 } from "@xlaserve/core";
 import type { Bundle, BundleModule } from "@xlaserve/core/bundle/types.ts";
 import type { LoadedProgram, ProgramSource } from "../src/model.ts";
@@ -80,7 +81,14 @@ export class FakeBackend implements AbstractBackend {
     this.inUse -= n;
   }
   identity(): BackendIdentity {
-    return { backend: "reactant", platform: "cpu", buildId: "fake-1", runtimeVersion: "none", deviceKind: "cpu", computeCapability: "none" };
+    return {
+      backend: "reactant",
+      platform: "cpu",
+      buildId: "fake-1",
+      runtimeVersion: "none",
+      deviceKind: "cpu",
+      computeCapability: "none",
+    };
   }
   devices() {
     return [{ id: 0, kind: "cpu", attributes: {} }];
@@ -94,8 +102,13 @@ export class FakeBackend implements AbstractBackend {
     if (b.disposed) throw new Error("download of a disposed buffer");
     return { dtype: b.dtype, shape: [...b.shape], data: b.data.slice() };
   }
-  async compile(_module: ModuleSource, _options: CompileOptions): Promise<Executable> {
-    throw new Error("FakeBackend compiles through fakePrograms()");
+  /** Compiles from the text's @main signature, taking the first argument as the only model input. */
+  async compile(module: ModuleSource, _options: CompileOptions): Promise<Executable> {
+    this.compiles++;
+    this.alloc(this.compileScratch);
+    this.free(this.compileScratch);
+    const sig = parseMainSignature(new TextDecoder().decode(module.bytes));
+    return new FakeExecutable(1, sig.results, 1000);
   }
   async serialize(): Promise<Uint8Array> {
     return new Uint8Array();
@@ -147,7 +160,10 @@ export class FakeBackend implements AbstractBackend {
 }
 
 /** Programs for the fake engine: results from each module's parsed @main signature. */
-export function fakePrograms(backend: FakeBackend, opts: { scratchPerRow?: number; compileMs?: number } = {}): ProgramSource & {
+export function fakePrograms(
+  backend: FakeBackend,
+  opts: { scratchPerRow?: number; compileMs?: number } = {},
+): ProgramSource & {
   calls: Array<{ bundle: string; file: string }>;
 } {
   const calls: Array<{ bundle: string; file: string }> = [];
@@ -158,8 +174,17 @@ export function fakePrograms(backend: FakeBackend, opts: { scratchPerRow?: numbe
     backend.alloc(backend.compileScratch);
     backend.free(backend.compileScratch);
     if (opts.compileMs) await Bun.sleep(opts.compileMs);
-    const exe = new FakeExecutable(bundle.manifest.executableInputs.length, module.signature.results, opts.scratchPerRow ?? 1000);
+    const exe = new FakeExecutable(
+      bundle.manifest.executableInputs.length,
+      module.signature.results,
+      opts.scratchPerRow ?? 1000,
+    );
     return { executable: exe, outcome: "miss", compileMs: opts.compileMs ?? 0, loadMs: 0 };
   };
   return Object.assign(source, { calls });
+}
+
+/** Factory for the engine thread (threaded-backend tests). */
+export function createFakeBackend(): FakeBackend {
+  return new FakeBackend();
 }

@@ -4,7 +4,14 @@ import { join } from "node:path";
 import type { HostTensor } from "@xlaserve/core";
 import { type RegistryOptions, ModelRegistry } from "../src/registry.ts";
 import { RepositoryWatcher } from "../src/watcher.ts";
-import { type TempRepo, collectLogs, copyBundle, makeRepo, readReference, scaleWeights } from "../../../tests/e2e/helpers.ts";
+import {
+  type TempRepo,
+  collectLogs,
+  copyBundle,
+  makeRepo,
+  readReference,
+  scaleWeights,
+} from "../../../tests/e2e/helpers.ts";
 import { FakeBackend, fakePrograms } from "./fake-backend.ts";
 
 let repo: TempRepo | null = null;
@@ -28,7 +35,12 @@ function setup(models: string[], memory: Partial<RegistryOptions["memory"]> = {}
     concurrency: { perModel: 2, queueDepth: 64 },
     serverInfo: () => ({ name: "xlaserve", version: "test", extensions: [], extra: {} }),
   });
-  const watcher = new RepositoryWatcher({ repository: repo.repository, intervalMs: 10, target: registry, log: logs.logger });
+  const watcher = new RepositoryWatcher({
+    repository: repo.repository,
+    intervalMs: 10,
+    target: registry,
+    log: logs.logger,
+  });
   return { repo, backend, programs, logs, registry, watcher };
 }
 
@@ -121,7 +133,9 @@ describe("registry, probe and budget (fake engine)", () => {
     const extra = registry.getModel("transformer")?.extra() as Record<string, unknown>;
     expect(extra.resident).toBe(false);
     expect(extra.residency).toBe("device");
-    expect((extra.budget as Record<string, number>).onDemandBytes).toBe(registry.currentBudget()?.onDemandBytes as number);
+    expect((extra.budget as Record<string, number>).onDemandBytes).toBe(
+      registry.currentBudget()?.onDemandBytes as number,
+    );
   });
 
   test("a model whose weights alone exceed the pool is refused with the reason in the index", async () => {
@@ -210,7 +224,9 @@ describe("watcher (fake engine)", () => {
     expect(seen.at(-1)).toEqual(fresh);
     expect(logs.find("weight budget resolved").map((l) => l.cause)).toEqual(["startup", "replace"]);
     await Bun.sleep(20);
-    expect(registry.weights.residentOnDemandBytes).toBe(registry.getModel("mlp") ? (registry.models()[0]?.weightBytes ?? 0) : 0);
+    expect(registry.weights.residentOnDemandBytes).toBe(
+      registry.getModel("mlp") ? (registry.models()[0]?.weightBytes ?? 0) : 0,
+    );
   });
 
   test("a broken replacement leaves the old version serving with its error in the index", async () => {
@@ -240,7 +256,9 @@ describe("watcher (fake engine)", () => {
     expect(b1?.maxScratchBytes).toBeGreaterThanOrEqual(b0?.maxScratchBytes ?? 0);
     const inUseWithCnn = backend.inUse;
     backend.execDelayMs = 30;
-    const inflight = registry.getModel("cnn")?.infer({ inputs: readReference("cnn").get(1)?.inputs as Map<string, HostTensor> });
+    const inflight = registry
+      .getModel("cnn")
+      ?.infer({ inputs: readReference("cnn").get(1)?.inputs as Map<string, HostTensor> });
     rmSync(join(repo.repository, "cnn"), { recursive: true });
     await watcher.pollOnce();
     await watcher.pollOnce();

@@ -8,19 +8,37 @@ const quiet = createLogger({ level: "silent" });
 
 describe("weight budget (ReactantServer's formula)", () => {
   test("pool = min(fraction x limit, (1 - wiggle) x limit - max scratch); on-demand = pool - pinned", () => {
-    const b = computeWeightBudget({ limitBytes: 1000, fraction: 0.9, wiggle: 0.1, maxScratchBytes: 50, pinnedBytes: 200 });
+    const b = computeWeightBudget({
+      limitBytes: 1000,
+      fraction: 0.9,
+      wiggle: 0.1,
+      maxScratchBytes: 50,
+      pinnedBytes: 200,
+    });
     expect(b.scratchCeilingBytes).toBe(900);
     expect(b.poolBytes).toBe(850); // min(900, 900 - 50)
     expect(b.onDemandBytes).toBe(650);
     expect(b.pinnedOverCommit).toBe(false);
   });
   test("the fraction caps the pool when scratch is small", () => {
-    const b = computeWeightBudget({ limitBytes: 1000, fraction: 0.5, wiggle: 0.1, maxScratchBytes: 10, pinnedBytes: 0 });
+    const b = computeWeightBudget({
+      limitBytes: 1000,
+      fraction: 0.5,
+      wiggle: 0.1,
+      maxScratchBytes: 10,
+      pinnedBytes: 0,
+    });
     expect(b.poolBytes).toBe(500);
     expect(b.onDemandBytes).toBe(500);
   });
   test("scratch larger than the ceiling leaves no pool; pinned over the pool is an over-commit", () => {
-    const b = computeWeightBudget({ limitBytes: 1000, fraction: 0.9, wiggle: 0.1, maxScratchBytes: 2000, pinnedBytes: 1 });
+    const b = computeWeightBudget({
+      limitBytes: 1000,
+      fraction: 0.9,
+      wiggle: 0.1,
+      maxScratchBytes: 2000,
+      pinnedBytes: 1,
+    });
     expect(b.poolBytes).toBe(0);
     expect(b.onDemandBytes).toBe(0);
     expect(b.pinnedOverCommit).toBe(true);
@@ -32,7 +50,12 @@ describe("weight budget (ReactantServer's formula)", () => {
   });
 });
 
-function owner(backend: FakeBackend, name: string, bytes: number, residency: WeightOwner["residency"] = "device"): WeightOwner {
+function owner(
+  backend: FakeBackend,
+  name: string,
+  bytes: number,
+  residency: WeightOwner["residency"] = "device",
+): WeightOwner {
   return {
     id: `${name}#1`,
     name,
@@ -43,7 +66,15 @@ function owner(backend: FakeBackend, name: string, bytes: number, residency: Wei
 }
 
 function setBudget(w: WeightManager, onDemand: number, pinned = 0) {
-  w.setBudget(computeWeightBudget({ limitBytes: onDemand + pinned, fraction: 1, wiggle: 0, maxScratchBytes: 0, pinnedBytes: pinned }));
+  w.setBudget(
+    computeWeightBudget({
+      limitBytes: onDemand + pinned,
+      fraction: 1,
+      wiggle: 0,
+      maxScratchBytes: 0,
+      pinnedBytes: pinned,
+    }),
+  );
 }
 
 describe("weight residency", () => {

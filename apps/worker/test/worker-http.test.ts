@@ -56,3 +56,15 @@ describe("startWorker over HTTP (fake engine)", () => {
     expect(String(full?.body.error)).toContain("queue is full");
   });
 });
+
+describe("repository index (fake engine)", () => {
+  test("carries each model's memory figures and the budget", async () => {
+    const res = await fetch(`${worker.url}/v2/repository/index`, { method: "POST", body: "{}" });
+    const entries = (await res.json()) as Array<{ name: string; extra?: Record<string, unknown> }>;
+    const mlp = entries.find((e) => e.name === "mlp");
+    expect(mlp?.extra?.residency).toBe("device");
+    expect(mlp?.extra?.weightBytes).toBeGreaterThan(0);
+    expect(mlp?.extra?.scratchBytes).toBeGreaterThan(0);
+    expect(((mlp?.extra?.budget ?? {}) as Record<string, number>).poolBytes).toBeGreaterThan(0);
+  });
+});

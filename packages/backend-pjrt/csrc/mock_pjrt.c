@@ -9,14 +9,17 @@
  *
  * Variants, chosen at build time so each variant is its own library with its own state:
  * -DMOCK_VARIANT='"ok"' (default) | wrong_major | wrong_minor | short_table | crash_on_load |
- * null_api, and -DMOCK_NO_GETPJRTAPI which leaves the GetPjrtApi symbol out. The environment
+ * null_api | no_clear_stats (an empty slot), and -DMOCK_NO_GETPJRTAPI which leaves the
+ * GetPjrtApi symbol out. The environment
  * variable MOCK_PJRT_VARIANT, where set, overrides the built-in variant.
  */
 #define _GNU_SOURCE /* memmem */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pjrt_gen.h"
 
@@ -191,6 +194,49 @@ static void* event_await(PJRT_Event_Await_Args* a) {
   mock_event* e = a->event;
   e->polls = 3;
   return e->code ? make_error(e->code, "%s", e->message) : NULL;
+}
+
+/*
+ * OnReady calls back from a thread of its own after a short delay, as a real plugin does from
+ * its stream threads, so the threadsafe callback path is exercised.
+ */
+typedef void (*on_ready_fn)(void* error, void* user_arg);
+typedef struct { mock_event* event; on_ready_fn callback; void* user_arg; } on_ready_job;
+static int callbacks_from_other_threads;
+static pthread_t js_thread;
+static int js_thread_known;
+
+int mock_callbacks_from_other_threads(void) { return callbacks_from_other_threads; }
+
+static void* on_ready_thread(void* p) {
+  on_ready_job* job = p;
+  struct timespec delay = {0, 300 * 1000};
+  nanosleep(&delay, NULL);
+  job->event->polls = 3;
+  if (js_thread_known && !pthread_equal(pthread_self(), js_thread)) __atomic_add_fetch(&callbacks_from_other_threads, 1, __ATOMIC_SEQ_CST);
+  void* error = job->event->code ? make_error(job->event->code, "%s", job->event->message) : NULL;
+  job->callback(error, job->user_arg);
+  free(job);
+  return NULL;
+}
+
+static void* event_onready(PJRT_Event_OnReady_Args* a) {
+  count(SLOT_PJRT_Event_OnReady);
+  CHECK(a, PJRT_Event_OnReady_Args);
+  if (!a->callback) return make_error(3, "mock: OnReady without a callback");
+  js_thread = pthread_self();
+  js_thread_known = 1;
+  on_ready_job* job = malloc(sizeof *job);
+  job->event = a->event;
+  job->callback = (on_ready_fn)a->callback;
+  job->user_arg = a->user_arg;
+  pthread_t t;
+  if (pthread_create(&t, NULL, on_ready_thread, job) != 0) {
+    free(job);
+    return make_error(13, "mock: pthread_create failed");
+  }
+  pthread_detach(t);
+  return NULL;
 }
 
 /* ------------------------------------------------------------ client and devices */
@@ -520,7 +566,11 @@ static void* execute(PJRT_LoadedExecutable_Execute_Args* a) {
   mock_buffer** outputs = ((mock_buffer** const*)a->output_lists)[0];
   outputs[0] = out0;
   outputs[1] = out1;
-  if (a->device_complete_events) ((void**)a->device_complete_events)[0] = make_event(0, NULL);
+  const mock_exec* program = a->executable;
+  int fail = memmem(program->code, program->code_size, "mock.execfail", 13) != NULL;
+  if (a->device_complete_events) {
+    ((void**)a->device_complete_events)[0] = make_event(fail ? 13 : 0, fail ? "mock: the device reported a failure" : NULL);
+  }
   return NULL;
 }
 
@@ -557,6 +607,7 @@ const API_TABLE_TYPE* NotGetPjrtApi(void) {
   api.PJRT_Event_IsReady = (void*)event_isready;
   api.PJRT_Event_Error = (void*)event_error;
   api.PJRT_Event_Await = (void*)event_await;
+  api.PJRT_Event_OnReady = (void*)event_onready;
   api.PJRT_Client_Create = (void*)client_create;
   api.PJRT_Client_Destroy = (void*)client_destroy;
   api.PJRT_Client_PlatformName = (void*)client_platform_name;
@@ -569,7 +620,8 @@ const API_TABLE_TYPE* NotGetPjrtApi(void) {
   api.PJRT_DeviceDescription_Kind = (void*)description_kind;
   api.PJRT_Device_GetDescription = (void*)device_get_description;
   api.PJRT_Device_MemoryStats = (void*)device_memory_stats;
-  api.PJRT_Device_ClearMemoryStats = (void*)device_clear_memory_stats;
+  /* A plugin may leave slots empty; "no_clear_stats" leaves this one out. */
+  if (strcmp(variant, "no_clear_stats") != 0) api.PJRT_Device_ClearMemoryStats = (void*)device_clear_memory_stats;
   api.PJRT_Executable_Destroy = (void*)executable_destroy;
   api.PJRT_Executable_NumOutputs = (void*)executable_num_outputs;
   api.PJRT_Executable_Serialize = (void*)executable_serialize;

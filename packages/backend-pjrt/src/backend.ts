@@ -19,6 +19,7 @@ import { PjrtBuffer, downloadBuffer, uploadTensor } from "./runtime/buffer.ts";
 import { PjrtClient } from "./runtime/client.ts";
 import { PjrtExecutable, compileModule, deserializeExecutable } from "./runtime/executable.ts";
 import { clearMemoryStats, deviceMemoryStats } from "./runtime/memory.ts";
+import type { EventWait } from "./runtime/events.ts";
 import type { NamedOption } from "./runtime/named-values.ts";
 import { type PluginAttributes, initializePlugin, pluginAttributes } from "./runtime/plugin.ts";
 
@@ -39,6 +40,11 @@ export interface PjrtBackendOptions {
    * module that aborts XLA fails that model only (COMPILER_CRASHED). On by default.
    */
   readonly isolateCompile?: boolean;
+  /**
+   * How ready events are awaited: "callback" (PJRT_Event_OnReady with a threadsafe JSCallback,
+   * the default) or "poll" (PJRT_Event_IsReady on event-loop turns and short timers).
+   */
+  readonly eventWait?: EventWait;
   /** Milliseconds a child compile may take before it is killed. */
   readonly compileTimeoutMs?: number;
 }
@@ -70,6 +76,7 @@ export class PjrtBackend implements AbstractBackend {
     initializePlugin(this.api);
     this.attributes = pluginAttributes(this.api);
     this.client = PjrtClient.create(this.api, clientOptionsFor(options));
+    this.client.eventWait = options.eventWait ?? "callback";
   }
 
   private live(): PjrtClient {
@@ -92,7 +99,10 @@ export class PjrtBackend implements AbstractBackend {
       id: d.index,
       kind: d.kind,
       attributes: Object.fromEntries(
-        Object.entries(d.attributes).map(([k, v]) => [k, Array.isArray(v) ? v.join(".") : (v as string | number | boolean)]),
+        Object.entries(d.attributes).map(([k, v]) => [
+          k,
+          Array.isArray(v) ? v.join(".") : (v as string | number | boolean),
+        ]),
       ),
     }));
   }

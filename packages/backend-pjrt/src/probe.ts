@@ -51,7 +51,10 @@ export function probeInProcess(path: string): PjrtProbeResult {
  * child process, so a plugin that crashes or aborts while loading cannot take the caller down
  * (the answer is then PLUGIN_NOT_FOUND with the child's stderr). Never throws.
  */
-export async function probePjrtPlugin(path: string, options: { isolate?: boolean; timeoutMs?: number } = {}): Promise<PjrtProbeResult> {
+export async function probePjrtPlugin(
+  path: string,
+  options: { isolate?: boolean; timeoutMs?: number } = {},
+): Promise<PjrtProbeResult> {
   if (options.isolate === false) return probeInProcess(path);
   try {
     const result = await runChild(join(import.meta.dir, "probe-child.ts"), [path], options.timeoutMs ?? 60_000);
@@ -59,7 +62,11 @@ export async function probePjrtPlugin(path: string, options: { isolate?: boolean
     if (answer && typeof answer === "object" && "ok" in answer) return answer as PjrtProbeResult;
     const typed = errorFromJson(answer);
     if (typed) return { ok: false, code: typed.code, message: typed.message };
-    const how = result.timedOut ? "timed out" : result.signal ? `died of ${result.signal}` : `exited with code ${result.exitCode}`;
+    const how = result.timedOut
+      ? "timed out"
+      : result.signal
+        ? `died of ${result.signal}`
+        : `exited with code ${result.exitCode}`;
     return {
       ok: false,
       code: "PLUGIN_NOT_FOUND",

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type HostTensor, isXlaserveError } from "@xlaserve/core";
 import { LAYOUT_0_113 } from "../src/abi/slots.ts";
-import { PjrtBackend, createPjrtBackend } from "../src/backend.ts";
+import { type PjrtBackend, createPjrtBackend } from "../src/backend.ts";
 import { compileOptionsProto } from "../src/compile-options.ts";
 import { buildMock, mockControls } from "./support/build-mock.ts";
 
@@ -11,7 +11,11 @@ const f32 = (shape: number[], values: number[]): HostTensor => ({
   shape,
   data: new Float32Array(new ArrayBuffer(values.length * 4)).map((_, i) => values[i] ?? 0),
 });
-const MODULE = { bytes: new TextEncoder().encode("module @m { func.func @main() }"), format: "text" as const, origin: "m.mlir" };
+const MODULE = {
+  bytes: new TextEncoder().encode("module @m { func.func @main() }"),
+  format: "text" as const,
+  origin: "m.mlir",
+};
 
 let path: string;
 let mock: ReturnType<typeof mockControls>;
@@ -39,12 +43,15 @@ describe("PJRT backend on the mock plugin", () => {
     expect(id.runtimeVersion).toBe("mockrt 1.2");
     expect(id.deviceKind).toBe("Mock Device");
     expect(id.computeCapability).toBe("9.0");
-    expect(backend.devices()).toEqual([{ id: 0, kind: "Mock Device", attributes: { compute_capability: "9.0", core_count: 132 } }]);
+    expect(backend.devices()).toEqual([
+      { id: 0, kind: "Mock Device", attributes: { compute_capability: "9.0", core_count: 132 } },
+    ]);
     expect(backend.attributes.stablehloCurrentVersion).toBe("1.9.5");
   });
 
-  test("upload / download round-trips bytes, waiting on done-with-host-buffer", async () => {
-    const before = mock.calls(slot("PJRT_Event_IsReady"));
+  test("upload / download round-trips bytes; events wake the JS thread from a plugin thread", async () => {
+    const onReady = mock.calls(slot("PJRT_Event_OnReady"));
+    const fromThreads = mock.callbacksFromOtherThreads();
     const t = f32([2, 3], [1, 2, 3, 4, 5, 6]);
     using b = await backend.upload(t);
     expect(mock.lastSemantics()).toBe(1); // kImmutableUntilTransferCompletes
@@ -52,14 +59,51 @@ describe("PJRT backend on the mock plugin", () => {
     expect(b.byteLength).toBe(24);
     const back = await backend.download(b);
     expect(Array.from(back.data as Float32Array)).toEqual([1, 2, 3, 4, 5, 6]);
-    // Each mock event needs three polls: the waits really polled, asynchronously.
-    expect(mock.calls(slot("PJRT_Event_IsReady")) - before).toBeGreaterThanOrEqual(6);
+    // done_with_host_buffer and the download's event: both awaited through OnReady, called back
+    // from the mock's own threads through the threadsafe JSCallback.
+    expect(mock.calls(slot("PJRT_Event_OnReady")) - onReady).toBe(2);
+    expect(mock.callbacksFromOtherThreads() - fromThreads).toBe(2);
     expect(mock.liveEvents()).toBe(0);
+  });
+
+  test("the polling wait works too (eventWait: poll)", async () => {
+    const polling = createPjrtBackend({ pluginPath: path, isolateCompile: false, eventWait: "poll" });
+    const onReady = mock.calls(slot("PJRT_Event_OnReady"));
+    const isReady = mock.calls(slot("PJRT_Event_IsReady"));
+    const b = await polling.upload(f32([2], [7, 8]));
+    expect(Array.from((await polling.download(b)).data as Float32Array)).toEqual([7, 8]);
+    expect(mock.calls(slot("PJRT_Event_OnReady"))).toBe(onReady);
+    // each mock event turns ready on the third poll
+    expect(mock.calls(slot("PJRT_Event_IsReady")) - isReady).toBe(6);
+    await polling.dispose();
+    expect(mock.liveEvents()).toBe(0);
+  });
+
+  test("a failure the device reports through the completion event is EXECUTE_FAILED", async () => {
+    const exe = await backend.compile({ bytes: new TextEncoder().encode("mock.execfail"), format: "text" }, {});
+    const x = await backend.upload(f32([2], [1, 2]));
+    const buffers = mock.liveBuffers();
+    const errors = mock.liveErrors();
+    let caught: unknown;
+    try {
+      await backend.execute(exe, [x]);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isXlaserveError(caught, "EXECUTE_FAILED")).toBe(true);
+    expect((caught as Error).message).toContain("the device reported a failure");
+    expect((caught as { details: Record<string, unknown> }).details.pjrtCodeName).toBe("INTERNAL");
+    expect(mock.liveBuffers()).toBe(buffers); // the outputs were released
+    expect(mock.liveErrors()).toBe(errors);
+    x.dispose();
+    exe.dispose();
   });
 
   test("compile sends the options proto; execute reuses weights and returns every output", async () => {
     const exe = await backend.compile(MODULE, { deterministic: true });
-    expect(Buffer.from(mock.lastCompileOptions()).equals(Buffer.from(compileOptionsProto({ deterministic: true })))).toBe(true);
+    expect(
+      Buffer.from(mock.lastCompileOptions()).equals(Buffer.from(compileOptionsProto({ deterministic: true }))),
+    ).toBe(true);
     expect(exe.outputCount).toBe(2);
     const weight = await backend.upload(f32([3], [10, 20, 30]));
     for (const x of [1, 2]) {
@@ -188,7 +232,10 @@ describe("crash isolation (compile in a child process)", () => {
     const isolated = createPjrtBackend({ pluginPath: path, isolateCompile: true });
     let caught: unknown;
     try {
-      await isolated.compile({ bytes: new TextEncoder().encode("mock.crash"), format: "text", origin: "crash.mlir" }, {});
+      await isolated.compile(
+        { bytes: new TextEncoder().encode("mock.crash"), format: "text", origin: "crash.mlir" },
+        {},
+      );
     } catch (error) {
       caught = error;
     }

@@ -2,6 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { isXlaserveError } from "@xlaserve/core";
 import { gateTable } from "../src/api/gate.ts";
 import { PjrtApi } from "../src/api/pjrt-api.ts";
+import { CStruct } from "../src/abi/cstruct.ts";
+import { PJRT_Plugin_Initialize_Args } from "../src/abi/structs.ts";
+import { createPjrtBackend } from "../src/backend.ts";
 import { probePjrtPlugin } from "../src/probe.ts";
 import { buildMock } from "./support/build-mock.ts";
 
@@ -67,10 +70,26 @@ describe("the gate against the mock plugin", () => {
     }
   });
 
-  test("an unimplemented slot is UNSUPPORTED, not a call through NULL", () => {
+  test("an empty slot is UNSUPPORTED, not a call through NULL", () => {
+    const backend = createPjrtBackend({ pluginPath: buildMock("no_clear_stats"), isolateCompile: false });
+    expect(backend.api.slotAddress("PJRT_Device_ClearMemoryStats")).toBe(0);
+    expect(backend.api.slotAddress("PJRT_Device_MemoryStats")).not.toBe(0);
+    let caught: unknown;
+    try {
+      backend.resetPeakMemory();
+    } catch (error) {
+      caught = error;
+    }
+    expect(isXlaserveError(caught, "UNSUPPORTED")).toBe(true);
+    expect((caught as Error).message).toContain("PJRT_Device_ClearMemoryStats");
+    expect(backend.memoryStats().inUseBytes).toBe(0);
+  });
+
+  test("a slot called with another slot's args struct is refused before the call", () => {
     const api = PjrtApi.open(buildMock("ok"));
-    expect(api.slotAddress("PJRT_Event_OnReady")).toBe(0);
-    expect(api.slotAddress("PJRT_Client_Create")).not.toBe(0);
+    expect(() => api.call("PJRT_Client_Create", new CStruct(PJRT_Plugin_Initialize_Args))).toThrow(
+      /takes PJRT_Client_Create_Args/,
+    );
   });
 });
 

@@ -38,7 +38,12 @@ describe("C layout rules (x86-64 SysV)", () => {
   });
 
   test("duplicate field names are refused", () => {
-    expect(() => layoutStruct("s", [["a", C.int], ["a", C.int]])).toThrow(/twice/);
+    expect(() =>
+      layoutStruct("s", [
+        ["a", C.int],
+        ["a", C.int],
+      ]),
+    ).toThrow(/twice/);
   });
 });
 

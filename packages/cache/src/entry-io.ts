@@ -24,7 +24,9 @@ export function readEntryFile(path: string): ReadEntry | null {
   try {
     fd = openSync(path, "r");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    // ENOTDIR: something that is not a directory stands where `.cache/` or the partition should.
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return null;
     throw e;
   }
   try {

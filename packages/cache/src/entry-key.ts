@@ -9,8 +9,15 @@ const ENTRY_RE = /^([0-9a-f]{64})-([0-9a-f]{16})\.xprog$/;
  * canonical compile options (deterministic flag, device, XLA flags) and an optional caller
  * string for anything else (e.g. a compile-time environment the backend does not report).
  */
-export function optionsHash(options: CompileOptions, keyExtra = ""): string {
-  return sha256Hex(`${canonicalCompileOptions(options)}\n${keyExtra}`);
+export function optionsHash(
+  options: CompileOptions,
+  keyExtra = "",
+  env: Record<string, string | undefined> = process.env,
+): string {
+  // XLA also reads flags from the environment; a program compiled under other XLA_FLAGS may
+  // differ, so they join the key whenever they are set (unset leaves the key unchanged).
+  const envFlags = env.XLA_FLAGS ? `\nXLA_FLAGS=${env.XLA_FLAGS}` : "";
+  return sha256Hex(`${canonicalCompileOptions(options)}\n${keyExtra}${envFlags}`);
 }
 
 /** `<module sha256>-<16 hex of the options hash>.xprog` (ARCHITECTURE rule 3). */

@@ -21,5 +21,16 @@ export { entryName, optionsHash } from "./entry-key.ts";
 export { encodeEntry, decodeEntry, ENTRY_FORMAT_VERSION, type EntryFacts, type EntryHeader } from "./entry-format.ts";
 export { CACHE_DIR, MODULE_HASHES_FILE, cacheDir } from "./layout.ts";
 export { moduleHashesPath, readModuleHashes } from "./module-hashes.ts";
-export { cacheLs, cacheVerify, cachePrune, precompileRepository } from "./cli/index.ts";
+export {
+  cacheLs,
+  cacheVerify,
+  cachePrune,
+  precompileRepository,
+  parseByteSize,
+  formatBytes,
+  type CacheCommandOptions,
+  type PrecompileOptions,
+  type PrecompileRow,
+  type PrecompileSummary,
+} from "./cli/index.ts";
 export type { OutStream } from "./cli/out.ts";

@@ -67,13 +67,26 @@ export function listEntryFiles(bundleDir: string): EntryFile[] {
   return out;
 }
 
-/** Leftovers of writers that died mid-write, older than `olderThanMs`. */
+/** Compile lock files (`<entry>.lock`) in every partition of a bundle. */
+export function listLockFiles(bundleDir: string): string[] {
+  const out: string[] = [];
+  for (const partition of listPartitions(bundleDir)) {
+    const dir = partitionDir(bundleDir, partition);
+    for (const name of readdirOrEmpty(dir)) if (name.endsWith(LOCK_SUFFIX)) out.push(join(dir, name));
+  }
+  return out;
+}
+
+/**
+ * Leftovers of writers that died mid-write (entry temp files, a lock's temp or set-aside copy),
+ * older than `olderThanMs`.
+ */
 export function listStaleTempFiles(bundleDir: string, olderThanMs: number, now = Date.now()): string[] {
   const out: string[] = [];
   for (const partition of listPartitions(bundleDir)) {
     const dir = partitionDir(bundleDir, partition);
     for (const name of readdirOrEmpty(dir)) {
-      if (!name.startsWith(TEMP_PREFIX)) continue;
+      if (!name.startsWith(TEMP_PREFIX) && !name.includes(`${LOCK_SUFFIX}.`)) continue;
       try {
         if (now - statSync(join(dir, name)).mtimeMs > olderThanMs) out.push(join(dir, name));
       } catch {

@@ -2,7 +2,8 @@ import { rmSync } from "node:fs";
 import { parseEntryName } from "./entry-key.ts";
 import { readEntryHeader } from "./entry-io.ts";
 import type { BundleRef, IndexStore } from "./index-store.ts";
-import { listEntryFiles, listStaleTempFiles } from "./layout.ts";
+import { listEntryFiles, listLockFiles, listStaleTempFiles } from "./layout.ts";
+import { takeOverIfStale } from "./lock.ts";
 import { readModuleHashes } from "./module-hashes.ts";
 import type { WarningSink } from "./warnings.ts";
 
@@ -37,6 +38,8 @@ export function reconcileBundle(
   tempMaxAgeMs: number,
 ): ReconcileReport {
   for (const tmp of listStaleTempFiles(bundle.dir, tempMaxAgeMs)) rmSync(tmp, { force: true });
+  // Compile locks of crashed workers: removed the same way a waiter would take them over.
+  for (const lock of listLockFiles(bundle.dir)) takeOverIfStale(lock, { staleMs: tempMaxAgeMs });
   const files = listEntryFiles(bundle.dir);
   const rows = new Map(store.rowsOf(bundle.dir).map((r) => [r.path, r]));
   const bySha = moduleFilesBySha(bundle.dir);

@@ -39,7 +39,11 @@ export function syncModuleHashes(store: IndexStore, bundle: BundleWithModules, o
   for (const file of listEntryFiles(bundle.dir)) {
     const sha = parseEntryName(file.entry)?.moduleSha256;
     if (sha !== undefined && live.has(sha)) continue;
-    rmSync(file.path, { force: true });
+    try {
+      rmSync(file.path, { force: true });
+    } catch {
+      continue; // read-only: the entry stays, unused, since no module has its hash
+    }
     store.remove(file.path);
     dropped.push(file.path);
   }
@@ -52,7 +56,16 @@ export function syncModuleHashes(store: IndexStore, bundle: BundleWithModules, o
     });
   }
   if (previous.state !== "ok" || changes.changed.length + changes.added.length + changes.removed.length > 0) {
-    writeModuleHashes(bundle.dir, current);
+    try {
+      writeModuleHashes(bundle.dir, current);
+    } catch (e) {
+      onWarning({
+        kind: "write-failed",
+        code: "CACHE_CORRUPT",
+        message: `cannot write ${bundle.name}/.cache/mlir_hashes.json (${(e as Error).message})`,
+        bundle: bundle.name,
+      });
+    }
   }
   return { ...changes, hashesFile: previous.state, droppedEntries: dropped };
 }

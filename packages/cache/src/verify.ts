@@ -33,9 +33,9 @@ export function verifyBundles(store: IndexStore, bundles: readonly BundleRef[], 
   const removed: VerifyProblem[] = [];
   for (const bundle of bundles) {
     for (const file of listEntryFiles(bundle.dir)) {
-      checked++;
       const read = readEntryFile(file.path);
-      if (!read) continue;
+      if (!read) continue; // removed since the listing
+      checked++;
       const decoded = decodeEntry(read.bytes);
       let problem: { reason: string; detail: string } | null = null;
       if (!decoded.ok) problem = decoded;

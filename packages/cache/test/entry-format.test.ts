@@ -86,6 +86,8 @@ describe("names", () => {
     expect(optionsHash({ xlaFlags: { b: 1, a: 2 } })).toBe(optionsHash({ xlaFlags: { a: 2, b: 1 } }));
     expect(optionsHash({ deterministic: true })).not.toBe(optionsHash({ deterministic: false }));
     expect(optionsHash({}, "extra")).not.toBe(optionsHash({}));
+    expect(optionsHash({}, "", { XLA_FLAGS: "--xla_gpu_autotune_level=0" })).not.toBe(optionsHash({}, "", {}));
+    expect(optionsHash({}, "", { XLA_FLAGS: "" })).toBe(optionsHash({}, "", {}));
     expect(parseEntryName("nonsense.xprog")).toBeNull();
   });
 });

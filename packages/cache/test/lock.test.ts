@@ -90,3 +90,24 @@ test("in one process, concurrent requests for one entry compile once and each ge
   expect(new Set(rs.map((r) => r.executable)).size).toBe(3);
   cache.close();
 });
+
+test("reconcile clears a crashed worker's lock and leftover temp files, and keeps a live one", async () => {
+  using tmp = tempDir();
+  const cache = await ProgramCache.open({ stateDir: join(tmp.path, "state"), onWarning: () => {} });
+  const bundle = writeBundle(tmp.path, "m", MODULES);
+  const backend = new HashBackend(BASE_IDENTITY);
+  const r = await cache.getOrCompile({ bundle, module: bundle.modules[0]!, backend, options: {} });
+  const dead = `${r.entryPath}.lock`;
+  writeFileSync(dead, JSON.stringify({ pid: await deadPid(), host: hostname(), token: "dead", createdAt: 0 }));
+  const live = tryLock(join(dirname(r.entryPath), "other.xprog.lock"), { staleMs: 60_000 })!;
+  const leftover = join(dirname(r.entryPath), `.tmp-${"c".repeat(10)}.xprog.1.abc`);
+  writeFileSync(leftover, "half an entry");
+  const old = new Date(Date.now() - 3_600_000);
+  utimesSync(leftover, old, old);
+  cache.ls();
+  expect(existsSync(dead)).toBe(false);
+  expect(existsSync(leftover)).toBe(false);
+  expect(existsSync(live.path)).toBe(true);
+  live.release();
+  cache.close();
+});

@@ -18,46 +18,45 @@ import { statsController } from "./stats/controller.ts";
 export function createServerApp(options: ServerAppOptions) {
   const { registry, logger, config, metrics } = options;
   const infer = new InferService({ registry, metrics, logger, maxBodyBytes: config.maxBodyBytes });
-  return (
-    new Elysia({
-      name: "xlaserve.server",
-      // Bun's own limit is only a backstop (its 413 has no JSON body); the infer codec enforces
-      // maxBodyBytes itself with a message naming the limit.
-      serve: { maxRequestBodySize: config.maxBodyBytes * 2 + 1024 * 1024 },
+  return new Elysia({
+    name: "xlaserve.server",
+    // Bun's own limit is only a backstop (its 413 has no JSON body); the infer codec enforces
+    // maxBodyBytes itself with a message naming the limit.
+    serve: { maxRequestBodySize: config.maxBodyBytes * 2 + 1024 * 1024 },
+  })
+    .onError(({ code, error, request }) => {
+      const { status, message } = describeError(code, error, request);
+      if (status >= 500)
+        logger.warn("request failed", { method: request.method, url: request.url, status, error: message });
+      return new Response(JSON.stringify({ error: message }), {
+        status,
+        headers: {
+          "content-type": "application/json",
+          ...(status === 401 ? { "www-authenticate": 'Bearer realm="xlaserve"' } : {}),
+        },
+      });
     })
-      .onError(({ code, error, request }) => {
-        const { status, message } = describeError(code, error, request);
-        if (status >= 500) logger.warn("request failed", { method: request.method, url: request.url, status, error: message });
-        return new Response(JSON.stringify({ error: message }), {
-          status,
-          headers: {
-            "content-type": "application/json",
-            ...(status === 401 ? { "www-authenticate": 'Bearer realm="xlaserve"' } : {}),
+    .use(
+      openapi({
+        path: "/openapi",
+        specPath: "/openapi.json",
+        // The UI loads its script from a CDN; the JSON document is what tools consume.
+        provider: null,
+        documentation: {
+          info: {
+            title: "xlaserve",
+            version: registry.serverInfo().version,
+            description: "KServe v2 / Open Inference Protocol over REST for XLA-compiled models",
           },
-        });
-      })
-      .use(
-        openapi({
-          path: "/openapi",
-          specPath: "/openapi.json",
-          // The UI loads its script from a CDN; the JSON document is what tools consume.
-          provider: null,
-          documentation: {
-            info: {
-              title: "xlaserve",
-              version: registry.serverInfo().version,
-              description: "KServe v2 / Open Inference Protocol over REST for XLA-compiled models",
-            },
-          },
-        }),
-      )
-      .use(inferController(infer))
-      .use(healthController(registry))
-      .use(metadataController(registry))
-      .use(statsController(registry))
-      .use(repositoryController(registry, config.authToken, logger))
-      .use(metricsController(metrics))
-  );
+        },
+      }),
+    )
+    .use(inferController(infer))
+    .use(healthController(registry))
+    .use(metadataController(registry))
+    .use(statsController(registry))
+    .use(repositoryController(registry, config.authToken, logger))
+    .use(metricsController(metrics));
 }
 
 export type ServerApp = ReturnType<typeof createServerApp>;
@@ -79,7 +78,8 @@ function describeError(code: unknown, error: unknown, request: Request): { statu
       return { status: 400, message: `request${where}: ${v.valueError?.message ?? "does not match the schema"}` };
     }
     default: {
-      const status = typeof (inner as { status?: unknown })?.status === "number" ? (inner as { status: number }).status : 500;
+      const status =
+        typeof (inner as { status?: unknown })?.status === "number" ? (inner as { status: number }).status : 500;
       return { status, message: (inner as Error)?.message ?? String(inner) };
     }
   }

@@ -39,6 +39,8 @@ export interface RepositoryEntry {
   readonly state: ModelState;
   /** Why the model is not READY (a load error, a budget refusal), or "". */
   readonly reason: string;
+  /** Memory figures (weight bytes, scratch, residency, resident, budget): the "xlaserve" extra field. */
+  readonly extra?: Readonly<Record<string, unknown>>;
 }
 
 export interface ServedModel {

@@ -21,7 +21,9 @@ export function optionalJsonBody<S extends TSchema>(schema: S): (request: Reques
     if (!check.Check(value)) {
       const first = check.Errors(value).First();
       const custom = (first?.schema as { error?: unknown } | undefined)?.error;
-      throw badRequest(`request body${first?.path ? ` at ${first.path}` : ""}: ${typeof custom === "string" ? custom : first?.message}`);
+      throw badRequest(
+        `request body${first?.path ? ` at ${first.path}` : ""}: ${typeof custom === "string" ? custom : first?.message}`,
+      );
     }
     return value as Static<S>;
   };

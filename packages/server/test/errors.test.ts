@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { FAULT_CODES } from "./support/test-models.ts";
-import { postJson, startHarness } from "./support/harness.ts";
+import { type Json, postJson, startHarness } from "./support/harness.ts";
 
 const h = startHarness({ maxBodyBytes: 4096 });
 afterAll(() => h.stop());
@@ -36,7 +36,10 @@ describe("error mapping", () => {
   });
 
   test("a body over the limit is 413 with the limit in the message, chunked or not", async () => {
-    const big = JSON.stringify({ inputs: [{ name: "x", shape: [1, 4], datatype: "FP32", data: [1, 2, 3, 4] }], pad: "x".repeat(5000) });
+    const big = JSON.stringify({
+      inputs: [{ name: "x", shape: [1, 4], datatype: "FP32", data: [1, 2, 3, 4] }],
+      pad: "x".repeat(5000),
+    });
     const r = await postJson(`${h.url}/v2/models/affine/infer`, big);
     expect(r.status).toBe(413);
     expect(r.body.error).toBe(`request body of ${big.length} bytes exceeds the limit of 4096 bytes`);
@@ -48,7 +51,7 @@ describe("error mapping", () => {
     });
     const chunked = await fetch(`${h.url}/v2/models/affine/infer`, { method: "POST", body: stream });
     expect(chunked.status).toBe(413);
-    expect(((await chunked.json()) as any).error).toContain("exceeds the limit of 4096 bytes");
+    expect(((await chunked.json()) as Json).error).toContain("exceeds the limit of 4096 bytes");
   });
 
   test("the server keeps serving and counts every answer by status", async () => {
@@ -68,7 +71,10 @@ describe("error mapping", () => {
       id: "log-me",
       inputs: [{ name: "x", shape: [1, 4], datatype: "FP32", data: [1, 2, 3, 4] }],
     });
-    await postJson(`${h.url}/v2/models/affine/infer`, { id: "bad", inputs: [{ name: "q", shape: [1], datatype: "FP32", data: [1] }] });
+    await postJson(`${h.url}/v2/models/affine/infer`, {
+      id: "bad",
+      inputs: [{ name: "q", shape: [1], datatype: "FP32", data: [1] }],
+    });
     const lines = h.logs.slice(before);
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatchObject({ level: "debug", msg: "infer", model: "affine", status: 200, id: "log-me" });

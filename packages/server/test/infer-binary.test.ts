@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { binaryBody, readBinaryResponse, startHarness } from "./support/harness.ts";
+import type { Json } from "./support/harness.ts";
 
 const h = startHarness();
 afterAll(() => h.stop());
@@ -65,7 +66,10 @@ describe("binary tensor data extension", () => {
     const { body, headerLength } = binaryBody(
       {
         inputs: [{ name: "x", shape: [2, 4], datatype: "FP32", parameters: { binary_data_size: 32 } }],
-        outputs: [{ name: "y", parameters: { binary_data: true } }, { name: "row_sum", parameters: { binary_data: false } }],
+        outputs: [
+          { name: "y", parameters: { binary_data: true } },
+          { name: "row_sum", parameters: { binary_data: false } },
+        ],
       },
       [bytesOf(x)],
     );
@@ -92,7 +96,7 @@ describe("binary tensor data extension", () => {
     );
     const r = await post("sum", body, headerLength);
     expect(r.headers.get("content-type")).toBe("application/json");
-    expect(((await r.json()) as any).outputs[0].data).toEqual([10.5, 21.5]);
+    expect(((await r.json()) as Json).outputs[0].data).toEqual([10.5, 21.5]);
   });
 
   test("a per-output binary_data: false overrides binary_data_output", async () => {
@@ -113,11 +117,14 @@ describe("binary tensor data extension", () => {
   test("binary input of a misaligned offset is copied, not misread", async () => {
     // A header of odd length puts the FP64 data at an odd byte offset in the body.
     const x = new Float64Array([1.25, -2.5, 3.75]);
-    const header = { inputs: [{ name: "in", shape: [1, 3], datatype: "FP64", parameters: { binary_data_size: 24 } }], id: "o" };
+    const header = {
+      inputs: [{ name: "in", shape: [1, 3], datatype: "FP64", parameters: { binary_data_size: 24 } }],
+      id: "o",
+    };
     let { body, headerLength } = binaryBody(header, [bytesOf(x)]);
     if (headerLength % 8 === 0) ({ body, headerLength } = binaryBody({ ...header, id: "od" }, [bytesOf(x)]));
     const r = await post("echo_fp64", body, headerLength);
-    expect(((await r.json()) as any).outputs[0].data).toEqual([1.25, -2.5, 3.75]);
+    expect(((await r.json()) as Json).outputs[0].data).toEqual([1.25, -2.5, 3.75]);
   });
 
   test("byte-length and header-length problems are 400s naming the tensor", async () => {
@@ -127,13 +134,13 @@ describe("binary tensor data extension", () => {
     );
     const short = await post("affine", body, headerLength);
     expect(short.status).toBe(400);
-    expect(((await short.json()) as any).error).toBe(
+    expect(((await short.json()) as Json).error).toBe(
       'input "x": binary_data_size is 12 bytes but shape [1, 4] of FP32 needs 16',
     );
     const past = await post("affine", body, body.byteLength + 1);
-    expect(((await past.json()) as any).error).toContain("past the end");
+    expect(((await past.json()) as Json).error).toContain("past the end");
     const nan = await post("affine", body, Number.NaN);
     expect(nan.status).toBe(400);
-    expect(((await nan.json()) as any).error).toContain("is not a non-negative integer");
+    expect(((await nan.json()) as Json).error).toContain("is not a non-negative integer");
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
-import { postJson, startHarness } from "./support/harness.ts";
+import { type Json, postJson, startHarness } from "./support/harness.ts";
 
 const h = startHarness();
 afterAll(() => h.stop());
@@ -29,7 +29,17 @@ describe("JSON inference", () => {
 
   test("nested data is read row-major", async () => {
     const r = await infer("affine", {
-      inputs: [{ name: "x", shape: [2, 4], datatype: "FP32", data: [[0, 1, 2, 3], [4, 5, 6, 7]] }],
+      inputs: [
+        {
+          name: "x",
+          shape: [2, 4],
+          datatype: "FP32",
+          data: [
+            [0, 1, 2, 3],
+            [4, 5, 6, 7],
+          ],
+        },
+      ],
     });
     expect(r.status).toBe(200);
     expect(r.body.id).toBeUndefined();
@@ -75,7 +85,10 @@ const CASES: Record<string, { send: unknown[]; back: unknown[] }> = {
   INT8: { send: [-128, 127, 0, -1, 5, 6], back: [-128, 127, 0, -1, 5, 6] },
   INT16: { send: [-32768, 32767, 0, 1, 2, 3], back: [-32768, 32767, 0, 1, 2, 3] },
   INT32: { send: [-2147483648, 2147483647, 0, 1, 2, 3], back: [-2147483648, 2147483647, 0, 1, 2, 3] },
-  INT64: { send: [-9007199254740991, 9007199254740991, 0, -1, 2, 3], back: [-9007199254740991, 9007199254740991, 0, -1, 2, 3] },
+  INT64: {
+    send: [-9007199254740991, 9007199254740991, 0, -1, 2, 3],
+    back: [-9007199254740991, 9007199254740991, 0, -1, 2, 3],
+  },
   UINT8: { send: [0, 255, 1, 2, 3, 4], back: [0, 255, 1, 2, 3, 4] },
   UINT16: { send: [0, 65535, 1, 2, 3, 4], back: [0, 65535, 1, 2, 3, 4] },
   UINT32: { send: [0, 4294967295, 1, 2, 3, 4], back: [0, 4294967295, 1, 2, 3, 4] },
@@ -84,9 +97,18 @@ const CASES: Record<string, { send: unknown[]; back: unknown[] }> = {
   FP16: { send: [1.5, -2, 1 + 2 ** -11, 65504, 65520, 2 ** -24], back: [1.5, -2, 1, 65504, Infinity, 2 ** -24] },
   // 1 + 2^-8 is halfway for BF16 (8 significand bits): ties to even gives 1; 1 + 3*2^-8 rounds up
   // to 1 + 2^-6; 3e38 rounds to 226/128 * 2^127.
-  BF16: { send: [1.5, -2, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 3.0e38, 0], back: [1.5, -2, 1, 1 + 2 ** -6, 1.765625 * 2 ** 127, 0] },
-  FP32: { send: [0.1, -1, 3.4e38, 1e-45, 0, 2], back: [Math.fround(0.1), -1, Math.fround(3.4e38), Math.fround(1e-45), 0, 2] },
-  FP64: { send: [0.1, -1, 1.7976931348623157e308, 5e-324, 0, 2], back: [0.1, -1, 1.7976931348623157e308, 5e-324, 0, 2] },
+  BF16: {
+    send: [1.5, -2, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 3.0e38, 0],
+    back: [1.5, -2, 1, 1 + 2 ** -6, 1.765625 * 2 ** 127, 0],
+  },
+  FP32: {
+    send: [0.1, -1, 3.4e38, 1e-45, 0, 2],
+    back: [Math.fround(0.1), -1, Math.fround(3.4e38), Math.fround(1e-45), 0, 2],
+  },
+  FP64: {
+    send: [0.1, -1, 1.7976931348623157e308, 5e-324, 0, 2],
+    back: [0.1, -1, 1.7976931348623157e308, 5e-324, 0, 2],
+  },
 };
 
 describe("every datatype through JSON", () => {
@@ -100,10 +122,14 @@ describe("every datatype through JSON", () => {
   }
 
   test("FP16 and BF16 reach the model as round-to-nearest-even bits", async () => {
-    await infer("echo_fp16", { inputs: [{ name: "in", shape: [1, 3], datatype: "FP16", data: [0.1, 1 + 2 ** -11, -1.5] }] });
+    await infer("echo_fp16", {
+      inputs: [{ name: "in", shape: [1, 3], datatype: "FP16", data: [0.1, 1 + 2 ** -11, -1.5] }],
+    });
     const f16 = h.registry.models.get("echo_fp16")?.lastRequest?.inputs.get("in")?.data as Uint16Array;
     expect([...f16]).toEqual([numberToF16Bits(0.1), 0x3c00, 0xbe00]);
-    await infer("echo_bf16", { inputs: [{ name: "in", shape: [1, 3], datatype: "BF16", data: [0.1, 1 + 2 ** -8, -1] }] });
+    await infer("echo_bf16", {
+      inputs: [{ name: "in", shape: [1, 3], datatype: "BF16", data: [0.1, 1 + 2 ** -8, -1] }],
+    });
     const bf16 = h.registry.models.get("echo_bf16")?.lastRequest?.inputs.get("in")?.data as Uint16Array;
     expect([...bf16]).toEqual([numberToBf16Bits(0.1), 0x3f80, 0xbf80]);
   });
@@ -131,6 +157,6 @@ describe("every datatype through JSON", () => {
       body: Bun.gzipSync(new TextEncoder().encode(json)),
     });
     expect(r.status).toBe(200);
-    expect(((await r.json()) as any).outputs[0].data).toEqual([3, 5, 7, 9]);
+    expect(((await r.json()) as Json).outputs[0].data).toEqual([3, 5, 7, 9]);
   });
 });

@@ -1,12 +1,13 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { startHarness } from "./support/harness.ts";
+import type { Json } from "./support/harness.ts";
 
 const h = startHarness();
 afterAll(() => h.stop());
 
 const get = async (path: string) => {
   const r = await fetch(h.url + path);
-  return { status: r.status, body: (await r.json()) as any };
+  return { status: r.status, body: (await r.json()) as Json };
 };
 
 describe("health and metadata", () => {
@@ -75,6 +76,23 @@ describe("health and metadata", () => {
     const route = await get("/v2/nothing/here");
     expect(route.status).toBe(404);
     expect(route.body.error).toContain("/v2/nothing/here");
+  });
+
+  test("model configuration in Triton's shape (batch axis left out of dims)", async () => {
+    const { status, body } = await get("/v2/models/affine/config");
+    expect(status).toBe(200);
+    expect(body).toMatchObject({
+      name: "affine",
+      max_batch_size: 8,
+      input: [{ name: "x", data_type: "TYPE_FP32", dims: [4] }],
+      output: [
+        { name: "y", data_type: "TYPE_FP32", dims: [4] },
+        { name: "row_sum", data_type: "TYPE_FP64", dims: [] },
+      ],
+    });
+    const faulty = await get("/v2/models/faulty/versions/1/config");
+    expect(faulty.body).toMatchObject({ max_batch_size: 0, input: [{ name: "code", data_type: "TYPE_INT32", dims: [1] }] });
+    expect((await get("/v2/models/ghost/config")).status).toBe(404);
   });
 
   test("an OpenAPI document describes the routes", async () => {

@@ -60,7 +60,12 @@ describe("model repository extension", () => {
     const unload = await post(h.url, "/v2/repository/models/affine/unload", auth);
     expect(unload.status).toBe(200);
     expect((await fetch(`${h.url}/v2/models/affine`)).status).toBe(404);
-    const load = await post(h.url, "/v2/repository/models/affine/load", { ...auth, "content-type": "application/json" }, "{}");
+    const load = await post(
+      h.url,
+      "/v2/repository/models/affine/load",
+      { ...auth, "content-type": "application/json" },
+      "{}",
+    );
     expect(load.status).toBe(200);
     expect((await fetch(`${h.url}/v2/models/affine`)).status).toBe(200);
     const missing = await post(h.url, "/v2/repository/models/ghost/load", auth);

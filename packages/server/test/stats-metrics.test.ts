@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { postJson, startHarness } from "./support/harness.ts";
+import { type Json, postJson, startHarness } from "./support/harness.ts";
 
 const h = startHarness();
 afterAll(() => h.stop());
@@ -7,23 +7,32 @@ afterAll(() => h.stop());
 describe("statistics extension", () => {
   test("per-model stats in Triton's shape, counting inferences by batch", async () => {
     const x = { name: "x", shape: [3, 4], datatype: "FP32", data: new Array(12).fill(1) };
-    for (let i = 0; i < 2; i++) expect((await postJson(`${h.url}/v2/models/affine/infer`, { inputs: [x] })).status).toBe(200);
+    for (let i = 0; i < 2; i++)
+      expect((await postJson(`${h.url}/v2/models/affine/infer`, { inputs: [x] })).status).toBe(200);
     const r = await fetch(`${h.url}/v2/models/affine/stats`);
     expect(r.status).toBe(200);
-    const body = (await r.json()) as any;
+    const body = (await r.json()) as Json;
     expect(body.model_stats).toHaveLength(1);
     const s = body.model_stats[0];
     expect(s).toMatchObject({ name: "affine", version: "1", inference_count: 6, execution_count: 2, batch_stats: [] });
     expect(s.last_inference).toBeGreaterThan(Date.now() - 60_000);
     expect(s.inference_stats.success.count).toBe(2);
     expect(s.inference_stats.success.ns).toBeGreaterThan(0);
-    for (const key of ["fail", "queue", "compute_input", "compute_infer", "compute_output", "cache_hit", "cache_miss"]) {
+    for (const key of [
+      "fail",
+      "queue",
+      "compute_input",
+      "compute_infer",
+      "compute_output",
+      "cache_hit",
+      "cache_miss",
+    ]) {
       expect(Object.keys(s.inference_stats[key])).toEqual(["count", "ns"]);
     }
   });
 
   test("all models and versioned stats; unknown is 404", async () => {
-    const all = (await (await fetch(`${h.url}/v2/models/stats`)).json()) as any;
+    const all = (await (await fetch(`${h.url}/v2/models/stats`)).json()) as Json;
     const names = all.model_stats.map((s: { name: string }) => s.name);
     expect(names).toContain("affine");
     expect(names).toContain("echo_fp16");
@@ -46,7 +55,8 @@ function parseExposition(text: string) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const pair of (m[2] ?? "").matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1] as string] = pair[2] as string;
+    for (const pair of (m[2] ?? "").matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g))
+      labels[pair[1] as string] = pair[2] as string;
     samples.push({ name: m[1] as string, labels, value: Number(m[3]) });
   }
   return { samples, types };
@@ -62,8 +72,12 @@ describe("/metrics", () => {
       scraped++;
       h.metrics.deviceMemoryPeak.set({ device: "0" }, 4321);
     });
-    await postJson(`${h.url}/v2/models/affine/infer`, { inputs: [{ name: "x", shape: [1, 4], datatype: "FP32", data: [1, 2, 3, 4] }] });
-    await postJson(`${h.url}/v2/models/affine/infer`, { inputs: [{ name: "x", shape: [1, 3], datatype: "FP32", data: [1, 2, 3] }] });
+    await postJson(`${h.url}/v2/models/affine/infer`, {
+      inputs: [{ name: "x", shape: [1, 4], datatype: "FP32", data: [1, 2, 3, 4] }],
+    });
+    await postJson(`${h.url}/v2/models/affine/infer`, {
+      inputs: [{ name: "x", shape: [1, 3], datatype: "FP32", data: [1, 2, 3] }],
+    });
     const r = await fetch(`${h.url}/metrics`);
     expect(r.headers.get("content-type")).toContain("text/plain");
     const { samples, types } = parseExposition(await r.text());

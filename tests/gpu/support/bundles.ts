@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import type { HostTensor, ModuleSource } from "@xlaserve/core";
 import { readSafetensors } from "./safetensors.ts";
 
@@ -17,9 +17,9 @@ export interface BundleCase {
   readonly expectedCpu: HostTensor[];
 }
 
-/** Every (bundle, compiled batch size) of the examples, read straight from the files. */
+/** Every (bundle, compiled batch size) of an example (or of a bundle directory), read from its files. */
 export function bundleCases(model: string): BundleCase[] {
-  const dir = join(EXAMPLES, model);
+  const dir = resolve(EXAMPLES, model);
   const weights = readSafetensors(join(dir, "weights.safetensors"));
   const reference = readSafetensors(join(dir, "reference.safetensors"));
   const order = JSON.parse(weights.metadata.argument_order ?? "[]") as string[];
@@ -31,7 +31,11 @@ export function bundleCases(model: string): BundleCase[] {
     return {
       model,
       batch,
-      module: { bytes: new Uint8Array(readFileSync(file)), format: "text", origin: `${model}/model.b${batch}.mlir` },
+      module: {
+        bytes: new Uint8Array(readFileSync(file)),
+        format: "text",
+        origin: `${basename(dir)}/model.b${batch}.mlir`,
+      },
       args: [...inputNames.map((n) => reference.tensor(n)), ...order.map((n) => weights.tensor(n))],
       outputNames,
       expectedGpu: outputNames.map((n) => reference.tensor(`b${batch}/outputs_gpu/${n}`)),
@@ -46,6 +50,18 @@ export function maxAbsDiff(a: HostTensor, b: HostTensor): number {
   const y = b.data as unknown as ArrayLike<number>;
   for (let i = 0; i < x.length; i++) max = Math.max(max, Math.abs(Number(x[i]) - Number(y[i])));
   return max;
+}
+
+/**
+ * The tolerance against an XLA reference: outputs of two compiles of one module may differ in
+ * the last bits (the autotuner may pick other kernels; TF32 convolutions), so the bound scales
+ * with the reference's magnitude.
+ */
+export function tolerance(reference: HostTensor, relative: number): number {
+  let max = 1;
+  const x = reference.data as unknown as ArrayLike<number>;
+  for (let i = 0; i < x.length; i++) max = Math.max(max, Math.abs(Number(x[i])));
+  return relative * max;
 }
 
 export function sameBytes(a: HostTensor, b: HostTensor): boolean {

@@ -12,7 +12,9 @@ export async function findGpuPlugin(): Promise<{ path: string } | { skip: string
   if (process.env.XLASERVE_PJRT_PLUGIN) candidates.push(process.env.XLASERVE_PJRT_PLUGIN);
   for (const pkg of ["xla_cuda13", "xla_cuda12"]) {
     try {
-      const r = Bun.spawnSync(["python3", "-c", `import jax_plugins.${pkg} as p; print(p.__file__)`], { stderr: "ignore" });
+      const r = Bun.spawnSync(["python3", "-c", `import jax_plugins.${pkg} as p; print(p.__file__)`], {
+        stderr: "ignore",
+      });
       const file = r.stdout.toString().trim();
       if (r.exitCode === 0 && file) candidates.push(join(dirname(file), "xla_cuda_plugin.so"));
     } catch {

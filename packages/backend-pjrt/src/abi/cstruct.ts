@@ -105,14 +105,17 @@ export class CStruct {
     const f = this.def.field(field);
     if (f.type.kind !== "union") throw new TypeError(`${this.def.name}.${field} is not a union`);
     const m = f.type.fields.find((x) => x.name === member);
-    if (!m || m.type.kind !== "scalar") throw new TypeError(`${f.type.name} has no scalar member ${member}`);
+    if (m?.type.kind !== "scalar") throw new TypeError(`${f.type.name} has no scalar member ${member}`);
     writeScalar(this.view, f.offset + m.offset, m.type.scalar, value);
     return this;
   }
 }
 
 /** A C array of `count` structs in one buffer this side owns; `address` is the first element. */
-export function structArray(def: StructDef, count: number): { address: Pointer; items: CStruct[]; buffer: ArrayBuffer } {
+export function structArray(
+  def: StructDef,
+  count: number,
+): { address: Pointer; items: CStruct[]; buffer: ArrayBuffer } {
   const buffer = new ArrayBuffer(Math.max(1, count) * def.size);
   const items = Array.from({ length: count }, (_, i) => new CStruct(def, {}, { buffer, offset: i * def.size }));
   return { address: ptr(new Uint8Array(buffer)), items, buffer };
@@ -141,7 +144,7 @@ export class NativeStruct {
     const f = this.def.field(field);
     if (f.type.kind !== "union") throw new TypeError(`${this.def.name}.${field} is not a union`);
     const m = f.type.fields.find((x) => x.name === member);
-    if (!m || m.type.kind !== "scalar") throw new TypeError(`${f.type.name} has no scalar member ${member}`);
+    if (m?.type.kind !== "scalar") throw new TypeError(`${f.type.name} has no scalar member ${member}`);
     return Number(readScalar(this.view, f.offset + m.offset, m.type.scalar));
   }
 }
@@ -155,7 +158,10 @@ export class PointerArray {
     const length = typeof values === "number" ? values : values.length;
     // At least one slot so that ptr() never sees an empty buffer.
     this.words = new BigUint64Array(new ArrayBuffer(Math.max(1, length) * 8));
-    if (typeof values !== "number") values.forEach((v, i) => (this.words[i] = BigInt(v)));
+    if (typeof values !== "number")
+      values.forEach((v, i) => {
+        this.words[i] = BigInt(v);
+      });
     this.address = ptr(this.words);
   }
 
@@ -197,7 +203,7 @@ export function readInt64s(address: number, count: number): number[] {
   return Array.from({ length: count }, (_, i) => Number(view.getBigInt64(i * 8, true)));
 }
 
-let sink: unknown = null;
+const retained: { last: unknown } = { last: null };
 
 /**
  * Keeps the given objects reachable up to this point: memory that C reads during a call (a
@@ -205,6 +211,6 @@ let sink: unknown = null;
  * otherwise treat a local as dead after its last use.
  */
 export function keepAlive(...values: unknown[]): void {
-  sink = values;
-  sink = null;
+  retained.last = values;
+  retained.last = null;
 }

@@ -4,18 +4,7 @@
  * aligned to its strictest member and padded to a multiple of that alignment.
  */
 
-export type ScalarKind =
-  | "u8"
-  | "bool"
-  | "i32"
-  | "u32"
-  | "enum"
-  | "f32"
-  | "i64"
-  | "u64"
-  | "size_t"
-  | "ptr"
-  | "fnptr";
+export type ScalarKind = "u8" | "bool" | "i32" | "u32" | "enum" | "f32" | "i64" | "u64" | "size_t" | "ptr" | "fnptr";
 
 export interface ScalarType {
   readonly kind: "scalar";

@@ -66,6 +66,11 @@ export const PJRT_Event_IsReady_Args = args("PJRT_Event_IsReady_Args", [
 ]);
 export const PJRT_Event_Error_Args = args("PJRT_Event_Error_Args", [["event", C.ptr]]);
 export const PJRT_Event_Await_Args = args("PJRT_Event_Await_Args", [["event", C.ptr]]);
+export const PJRT_Event_OnReady_Args = args("PJRT_Event_OnReady_Args", [
+  ["event", C.ptr],
+  ["callback", C.fnptr],
+  ["user_arg", C.ptr],
+]);
 
 // ---- client
 export const PJRT_Client_Create_Args = args("PJRT_Client_Create_Args", [
@@ -173,9 +178,7 @@ export const PJRT_Device_ClearMemoryStats_Args = args("PJRT_Device_ClearMemorySt
 
 // ---- executables
 export const PJRT_Executable_Destroy_Args = args("PJRT_Executable_Destroy_Args", [["executable", C.ptr]]);
-export const PJRT_LoadedExecutable_Destroy_Args = args("PJRT_LoadedExecutable_Destroy_Args", [
-  ["executable", C.ptr],
-]);
+export const PJRT_LoadedExecutable_Destroy_Args = args("PJRT_LoadedExecutable_Destroy_Args", [["executable", C.ptr]]);
 export const PJRT_LoadedExecutable_GetExecutable_Args = args("PJRT_LoadedExecutable_GetExecutable_Args", [
   ["loaded_executable", C.ptr],
   ["executable", C.ptr],
@@ -263,6 +266,7 @@ export const SLOT_ARGS = {
   PJRT_Event_IsReady: PJRT_Event_IsReady_Args,
   PJRT_Event_Error: PJRT_Event_Error_Args,
   PJRT_Event_Await: PJRT_Event_Await_Args,
+  PJRT_Event_OnReady: PJRT_Event_OnReady_Args,
   PJRT_Client_Create: PJRT_Client_Create_Args,
   PJRT_Client_Destroy: PJRT_Client_Destroy_Args,
   PJRT_Client_PlatformName: PJRT_Client_PlatformName_Args,

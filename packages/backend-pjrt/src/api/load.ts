@@ -28,7 +28,12 @@ export function loadPlugin(path: string): LoadedPlugin {
     library = dlopen(path, SYMBOLS);
   } catch (cause) {
     const why = cause instanceof Error ? cause.message : String(cause);
-    throw new XlaserveError("PLUGIN_NOT_FOUND", `cannot open ${path} as a PJRT plugin (GetPjrtApi): ${why}`, { plugin: path }, { cause });
+    throw new XlaserveError(
+      "PLUGIN_NOT_FOUND",
+      `cannot open ${path} as a PJRT plugin (GetPjrtApi): ${why}`,
+      { plugin: path },
+      { cause },
+    );
   }
   const api = Number(library.symbols.GetPjrtApi() ?? 0);
   if (!api) {

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { CFunction, type Pointer, read } from "bun:ffi";
 import { type ErrorCode, XlaserveError } from "@xlaserve/core";
 import { CStruct, readString } from "../abi/cstruct.ts";
@@ -14,6 +15,8 @@ import { gateTable } from "./gate.ts";
 import { type LoadedPlugin, loadPlugin } from "./load.ts";
 
 type SlotFn = (args: Pointer) => number | null;
+
+const opened = new Map<string, PjrtApi>();
 
 /** Slots whose C signature returns void rather than PJRT_Error*. */
 const VOID_SLOTS = new Set<string>(["PJRT_Error_Destroy", "PJRT_Error_Message"]);
@@ -34,8 +37,21 @@ export class PjrtApi {
     this.verified = verified;
   }
 
-  /** Loads and gates a plugin. Throws PLUGIN_NOT_FOUND or PLUGIN_VERSION_MISMATCH. */
+  /**
+   * Loads and gates a plugin. Throws PLUGIN_NOT_FOUND or PLUGIN_VERSION_MISMATCH. One PjrtApi per
+   * plugin file and process: the plugin is one library, initialized once, whatever the number of
+   * clients.
+   */
   static open(path: string): PjrtApi {
+    const key = resolve(path);
+    const cached = opened.get(key);
+    if (cached) return cached;
+    const api = PjrtApi.load(path);
+    opened.set(key, api);
+    return api;
+  }
+
+  private static load(path: string): PjrtApi {
     const plugin = loadPlugin(path);
     // A refused plugin stays mapped: unloading one whose static initializers ran (CUDA) is not
     // safe, and a mapping costs nothing.
@@ -81,13 +97,21 @@ export class PjrtApi {
    * becomes (PJRT_ERROR unless the caller knows better, e.g. COMPILE_FAILED).
    */
   call(slot: CallableSlot, args: CStruct, errorCode: ErrorCode = "PJRT_ERROR"): void {
+    const error = this.callReturningError(slot, args);
+    if (error) throw this.takeError(error, slot, errorCode);
+  }
+
+  /**
+   * Calls one slot and returns the PJRT_Error* it returned (0 for none) without converting it;
+   * the caller owns the error and must pass it to takeError or destroyError.
+   */
+  callReturningError(slot: CallableSlot, args: CStruct): number {
     const expected = SLOT_ARGS[slot];
     if (args.def !== expected) {
       throw new XlaserveError("INTERNAL", `${slot} takes ${expected.name}, got ${args.def.name}`);
     }
     args.set("struct_size", expected.structSize);
-    const error = Number(this.fn(slot)(args.address) ?? 0);
-    if (error) throw this.takeError(error, slot, errorCode);
+    return Number(this.fn(slot)(args.address) ?? 0);
   }
 
   /** Reads a PJRT_Error's code and message, destroys it, and returns the typed error. */
@@ -121,8 +145,6 @@ export class PjrtApi {
     fn(arg as Pointer);
   }
 
-  /** Forgets the slot functions. The library stays mapped (see `open`). */
-  close(): void {
-    this.fns.clear();
-  }
+  /** Nothing to release: the table is shared by every client of the plugin and stays mapped (see `open`). */
+  close(): void {}
 }

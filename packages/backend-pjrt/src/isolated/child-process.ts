@@ -27,7 +27,13 @@ export async function runChild(script: string, argv: readonly string[], timeoutM
   try {
     const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
     await child.exited;
-    return { exitCode: child.exitCode, signal: child.signalCode == null ? null : String(child.signalCode), stdout, stderr, timedOut };
+    return {
+      exitCode: child.exitCode,
+      signal: child.signalCode == null ? null : String(child.signalCode),
+      stdout,
+      stderr,
+      timedOut,
+    };
   } finally {
     clearTimeout(timer);
   }

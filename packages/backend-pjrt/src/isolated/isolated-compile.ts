@@ -47,12 +47,16 @@ export async function compileInChild(request: ChildCompileRequest): Promise<Uint
         : result.signal
           ? `died of ${result.signal}`
           : `exited with code ${result.exitCode}`;
-      throw new XlaserveError("COMPILER_CRASHED", `the compiler process ${how} while compiling ${origin}: ${tail(result.stderr)}`, {
-        origin: request.module.origin,
-        exitCode: result.exitCode,
-        signal: result.signal,
-        stderr: tail(result.stderr, 8000),
-      });
+      throw new XlaserveError(
+        "COMPILER_CRASHED",
+        `the compiler process ${how} while compiling ${origin}: ${tail(result.stderr)}`,
+        {
+          origin: request.module.origin,
+          exitCode: result.exitCode,
+          signal: result.signal,
+          stderr: tail(result.stderr, 8000),
+        },
+      );
     }
     return new Uint8Array(readFileSync(job.outputPath));
   } finally {

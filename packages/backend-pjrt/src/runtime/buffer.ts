@@ -95,7 +95,9 @@ export async function uploadTensor(client: PjrtClient, tensor: HostTensor, devic
   // A view over the data's ArrayBuffer: touching `.buffer` first pins the storage (see CStruct).
   const host = new Uint8Array(tensor.data.buffer, tensor.data.byteOffset, Math.max(1, tensor.data.byteLength));
   const dims = new BigInt64Array(new ArrayBuffer(Math.max(1, tensor.shape.length) * 8));
-  tensor.shape.forEach((d, i) => (dims[i] = BigInt(d)));
+  tensor.shape.forEach((d, i) => {
+    dims[i] = BigInt(d);
+  });
   const args = new CStruct(PJRT_Client_BufferFromHostBuffer_Args, {
     client: client.handle,
     data: ptr(host),
@@ -108,7 +110,7 @@ export async function uploadTensor(client: PjrtClient, tensor: HostTensor, devic
   client.api.call("PJRT_Client_BufferFromHostBuffer", args);
   const buffer = new PjrtBuffer(client, args.get("buffer"), tensor.dtype, [...tensor.shape], device);
   try {
-    await awaitEvent(client.api, args.get("done_with_host_buffer"), "upload");
+    await awaitEvent(client.api, args.get("done_with_host_buffer"), "upload", "PJRT_ERROR", client.eventWait);
   } catch (error) {
     buffer.dispose();
     throw error;
@@ -129,7 +131,7 @@ export async function downloadBuffer(client: PjrtClient, buffer: PjrtBuffer): Pr
     dst_size: size,
   });
   client.api.call("PJRT_Buffer_ToHostBuffer", args);
-  await awaitEvent(client.api, args.get("event"), "download");
+  await awaitEvent(client.api, args.get("event"), "download", "PJRT_ERROR", client.eventWait);
   keepAlive(dst, args);
   const length = size / dtypeSize(buffer.dtype);
   return { dtype: buffer.dtype, shape: [...buffer.shape], data: viewTyped(buffer.dtype, storage, 0, length) };

@@ -13,6 +13,7 @@ import {
 } from "../abi/structs.ts";
 import type { PjrtApi } from "../api/pjrt-api.ts";
 import { type NamedOption, type NamedValue, readNamedValues, writeNamedValues } from "./named-values.ts";
+import type { EventWait } from "./events.ts";
 import { Ownership } from "./ownership.ts";
 
 export interface PjrtDevice {
@@ -33,6 +34,8 @@ export class PjrtClient {
   readonly platformVersion: string;
   readonly devices: readonly PjrtDevice[];
   readonly owned: Ownership;
+  /** How this client's ready events are awaited (see events.ts). */
+  eventWait: EventWait = "callback";
   private destroyed = false;
 
   private constructor(api: PjrtApi, handle: number) {
@@ -102,9 +105,13 @@ export class PjrtClient {
   device(index = 0): PjrtDevice {
     const device = this.devices[index];
     if (!device) {
-      throw new XlaserveError("INVALID_ARGUMENT", `device ${index} does not exist (${this.devices.length} addressable)`, {
-        device: index,
-      });
+      throw new XlaserveError(
+        "INVALID_ARGUMENT",
+        `device ${index} does not exist (${this.devices.length} addressable)`,
+        {
+          device: index,
+        },
+      );
     }
     return device;
   }

@@ -27,6 +27,7 @@ export function pjrtType(dtype: DType): number {
 
 export function dtypeFromPjrt(type: number): DType {
   const dtype = FROM_PJRT.get(type);
-  if (!dtype) throw new XlaserveError("UNSUPPORTED", `PJRT buffer type ${type} has no xlaserve dtype`, { pjrtType: type });
+  if (!dtype)
+    throw new XlaserveError("UNSUPPORTED", `PJRT buffer type ${type} has no xlaserve dtype`, { pjrtType: type });
   return dtype;
 }

@@ -1,10 +1,22 @@
-import { CStruct } from "../abi/cstruct.ts";
-import { PJRT_Event_Destroy_Args, PJRT_Event_Error_Args, PJRT_Event_IsReady_Args } from "../abi/structs.ts";
 import type { ErrorCode } from "@xlaserve/core";
+import { CStruct } from "../abi/cstruct.ts";
+import {
+  PJRT_Event_Destroy_Args,
+  PJRT_Event_Error_Args,
+  PJRT_Event_IsReady_Args,
+  PJRT_Event_OnReady_Args,
+} from "../abi/structs.ts";
 import type { PjrtApi } from "../api/pjrt-api.ts";
+import { eventCallbacks } from "./event-callbacks.ts";
 
-/** Polling delays (ms): yield to the event loop first, then back off to a few ms. */
-const DELAYS = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.05, 0.1, 0.2, 0.5, 1, 2];
+/**
+ * How ready events are awaited without blocking Bun's event loop (PJRT_Event_Await would block
+ * the only JS thread):
+ * - "callback": PJRT_Event_OnReady with a threadsafe JSCallback; no polling, the JS thread wakes
+ *   when the plugin signals. The default where the plugin implements OnReady.
+ * - "poll": PJRT_Event_IsReady on the next turns of the event loop, then on short timers.
+ */
+export type EventWait = "callback" | "poll";
 
 function isReady(api: PjrtApi, event: number): boolean {
   const args = new CStruct(PJRT_Event_IsReady_Args, { event });
@@ -12,25 +24,55 @@ function isReady(api: PjrtApi, event: number): boolean {
   return args.getBool("is_ready");
 }
 
-/**
- * Waits for a PJRT_Event without blocking Bun's event loop: polls PJRT_Event_IsReady on short
- * timers (PJRT_Event_Await would block the only JS thread, and an OnReady callback would arrive
- * on a plugin thread). Then reads the event's error, destroys the event, and throws the error
- * converted (as `errorCode`) if the work failed. A null event is already done.
- */
-export async function awaitEvent(api: PjrtApi, event: number, what: string, errorCode: ErrorCode = "PJRT_ERROR"): Promise<void> {
-  if (!event) return;
-  try {
-    for (let i = 0; !isReady(api, event); i++) {
-      await Bun.sleep(DELAYS[Math.min(i, DELAYS.length - 1)] ?? 2);
-    }
-    const args = new CStruct(PJRT_Event_Error_Args, { event });
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Polls until ready: every event-loop turn for the first 20 ms, then every millisecond. */
+async function pollUntilReady(api: PjrtApi, event: number): Promise<void> {
+  const start = performance.now();
+  while (!isReady(api, event)) {
+    if (performance.now() - start < 20) await nextTurn();
+    else await Bun.sleep(1);
+  }
+}
+
+/** Returns the event's error pointer (0 on success), owned by the caller. */
+async function waitForError(api: PjrtApi, event: number, mode: EventWait): Promise<number> {
+  if (mode === "callback" && api.slotAddress("PJRT_Event_OnReady") && !isReady(api, event)) {
+    const callbacks = eventCallbacks(api);
+    const waiter = callbacks.register();
     try {
-      api.call("PJRT_Event_Error", args, errorCode);
+      api.call(
+        "PJRT_Event_OnReady",
+        new CStruct(PJRT_Event_OnReady_Args, { event, callback: callbacks.address, user_arg: waiter.id }),
+      );
     } catch (error) {
-      if (error instanceof Error) error.message = `${what}: ${error.message}`;
+      callbacks.cancel(waiter.id);
       throw error;
     }
+    return waiter.done;
+  }
+  await pollUntilReady(api, event);
+  return api.callReturningError("PJRT_Event_Error", new CStruct(PJRT_Event_Error_Args, { event }));
+}
+
+/**
+ * Waits for a PJRT_Event, destroys it, and throws the work's error (converted to `errorCode`,
+ * the PJRT_Error read and destroyed) if it failed. A null event is already done.
+ */
+export async function awaitEvent(
+  api: PjrtApi,
+  event: number,
+  what: string,
+  errorCode: ErrorCode = "PJRT_ERROR",
+  mode: EventWait = "callback",
+): Promise<void> {
+  if (!event) return;
+  try {
+    const error = await waitForError(api, event, mode);
+    if (error) throw api.takeError(error, what, errorCode);
+  } catch (error) {
+    if (error instanceof Error && !error.message.startsWith(what)) error.message = `${what}: ${error.message}`;
+    throw error;
   } finally {
     api.call("PJRT_Event_Destroy", new CStruct(PJRT_Event_Destroy_Args, { event }));
   }

@@ -78,9 +78,11 @@ export class PjrtExecutable implements Executable {
     this.client.api.call("PJRT_LoadedExecutable_Execute", call, "EXECUTE_FAILED");
     keepAlive(argList, argLists, outLists, options, call);
     const device = args[0]?.device ?? 0;
-    const outputs = Array.from({ length: this.outputCount }, (_, i) => PjrtBuffer.adopt(this.client, outList.at(i), device));
+    const outputs = Array.from({ length: this.outputCount }, (_, i) =>
+      PjrtBuffer.adopt(this.client, outList.at(i), device),
+    );
     try {
-      await awaitEvent(this.client.api, events.at(0), "execute", "EXECUTE_FAILED");
+      await awaitEvent(this.client.api, events.at(0), "execute", "EXECUTE_FAILED", this.client.eventWait);
     } catch (error) {
       for (const o of outputs) o.dispose();
       throw error;
@@ -103,7 +105,9 @@ export class PjrtExecutable implements Executable {
 /** PJRT_Client_Compile of a StableHLO module (format "mlir" takes text or bytecode alike). */
 export function compileModule(client: PjrtClient, module: ModuleSource, options: Uint8Array): PjrtExecutable {
   if (module.bytes.byteLength === 0) {
-    throw new XlaserveError("COMPILE_FAILED", `module ${module.origin ?? "<bytes>"} is empty`, { origin: module.origin });
+    throw new XlaserveError("COMPILE_FAILED", `module ${module.origin ?? "<bytes>"} is empty`, {
+      origin: module.origin,
+    });
   }
   const code = ownedBytes(module.bytes);
   const format = ownedBytes("mlir", true);

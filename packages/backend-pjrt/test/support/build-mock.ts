@@ -6,7 +6,15 @@ import { generateHeader } from "./gen-header.ts";
 export const BUILD_DIR = resolve(import.meta.dir, "../../build");
 const SOURCE = resolve(import.meta.dir, "../../csrc/mock_pjrt.c");
 
-export type MockVariant = "ok" | "wrong_major" | "wrong_minor" | "short_table" | "crash_on_load" | "null_api" | "no_symbol";
+export type MockVariant =
+  | "ok"
+  | "wrong_major"
+  | "wrong_minor"
+  | "short_table"
+  | "crash_on_load"
+  | "null_api"
+  | "no_symbol"
+  | "no_clear_stats";
 
 const built = new Map<MockVariant, string>();
 let headerWritten = false;
@@ -26,7 +34,22 @@ export function buildMock(variant: MockVariant = "ok"): string {
   const out = join(BUILD_DIR, `mock_pjrt_${variant}.so`);
   const flags = variant === "no_symbol" ? ["-DMOCK_NO_GETPJRTAPI"] : [`-DMOCK_VARIANT="${variant}"`];
   const result = Bun.spawnSync(
-    ["cc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-std=c11", ...flags, "-I", BUILD_DIR, "-o", out, SOURCE],
+    [
+      "cc",
+      "-shared",
+      "-fPIC",
+      "-pthread",
+      "-O1",
+      "-Wall",
+      "-Werror",
+      "-std=gnu11",
+      ...flags,
+      "-I",
+      BUILD_DIR,
+      "-o",
+      out,
+      SOURCE,
+    ],
     { stderr: "pipe" },
   );
   if (result.exitCode !== 0) {
@@ -49,6 +72,7 @@ export function mockControls(path: string) {
     mock_client_options: { args: [], returns: "ptr" },
     mock_last_options: { args: ["ptr", "u64"], returns: "u64" },
     mock_layout: { args: [], returns: "ptr" },
+    mock_callbacks_from_other_threads: { args: [], returns: "i32" },
   });
   const s = lib.symbols;
   return {
@@ -64,6 +88,7 @@ export function mockControls(path: string) {
       const n = Number(s.mock_last_options(out, 4096n));
       return out.slice(0, n);
     },
+    callbacksFromOtherThreads: () => s.mock_callbacks_from_other_threads(),
     layout: () => new CString(s.mock_layout() as never).toString(),
   };
 }

@@ -61,7 +61,9 @@ export function generateHeader(): string {
   ];
   for (const def of structs) out.push(aggregate(def.layout));
   for (const def of structs) out.push(`#define STRUCT_SIZE_${def.name} ${def.structSize}`);
-  LAYOUT_0_113.slots.forEach((s, i) => out.push(`#define SLOT_${s} ${i}`));
+  LAYOUT_0_113.slots.forEach((s, i) => {
+    out.push(`#define SLOT_${s} ${i}`);
+  });
   out.push(`#define SLOT_COUNT ${LAYOUT_0_113.slots.length}`);
   out.push(`#define API_TABLE_TYPE ${table.name}`);
   out.push("typedef struct { const char* type; const char* field; size_t value; } mock_layout_row;");

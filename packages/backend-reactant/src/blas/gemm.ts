@@ -44,10 +44,20 @@ function address(view: Float32Array | Float64Array, elementOffset: number): Poin
   return ptr(view, elementOffset * view.BYTES_PER_ELEMENT);
 }
 
-function checkBounds(name: string, data: Float32Array | Float64Array, offset: number, rows: number, cols: number, ld: number) {
+function checkBounds(
+  name: string,
+  data: Float32Array | Float64Array,
+  offset: number,
+  rows: number,
+  cols: number,
+  ld: number,
+) {
   if (rows === 0 || cols === 0) return;
   if (ld < Math.max(1, cols) || offset < 0 || offset + (rows - 1) * ld + cols > data.length) {
-    throw new XlaserveError("INTERNAL", `GEMM operand ${name} (${rows}x${cols}, ld ${ld}, offset ${offset}) exceeds its ${data.length} elements`);
+    throw new XlaserveError(
+      "INTERNAL",
+      `GEMM operand ${name} (${rows}x${cols}, ld ${ld}, offset ${offset}) exceeds its ${data.length} elements`,
+    );
   }
 }
 
@@ -55,7 +65,7 @@ function checkBounds(name: string, data: Float32Array | Float64Array, offset: nu
 export function gemm(call: GemmCall): void {
   const { m, n, k } = call;
   const isF32 = call.a instanceof Float32Array;
-  if ((call.b instanceof Float32Array) !== isF32 || (call.c instanceof Float32Array) !== isF32) {
+  if (call.b instanceof Float32Array !== isF32 || call.c instanceof Float32Array !== isF32) {
     throw new XlaserveError("INTERNAL", "GEMM operands must share one float type (all f32 or all f64)");
   }
   checkBounds("A", call.a, call.aOffset, call.transA ? k : m, call.transA ? m : k, call.lda);
@@ -63,7 +73,8 @@ export function gemm(call: GemmCall): void {
   checkBounds("C", call.c, call.cOffset, m, n, call.ldc);
   if (m === 0 || n === 0) return;
   if (k === 0) {
-    if (!call.accumulate) for (let i = 0; i < m; i++) call.c.fill(0, call.cOffset + i * call.ldc, call.cOffset + i * call.ldc + n);
+    if (!call.accumulate)
+      for (let i = 0; i < m; i++) call.c.fill(0, call.cOffset + i * call.ldc, call.cOffset + i * call.ldc + n);
     return;
   }
   const library = blas();
@@ -95,6 +106,8 @@ export function gemm(call: GemmCall): void {
 export interface BlasStatus {
   /** The library in use, or null when the fallback runs. */
   readonly library: string | null;
+  /** OPENBLAS_CORETYPE chosen from the CPU flags, or null when OpenBLAS chose itself. */
+  readonly coreType: string | null;
   readonly threads: number;
   readonly failures: readonly string[];
 }
@@ -103,6 +116,7 @@ export function blasStatus(): BlasStatus {
   const library = blas();
   return {
     library: library?.path ?? null,
+    coreType: library?.coreType ?? null,
     threads: library ? library.symbols.openblas_get_num_threads() : 1,
     failures: loadFailures,
   };

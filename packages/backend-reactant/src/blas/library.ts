@@ -5,6 +5,7 @@
  */
 import { dlopen, FFIType } from "bun:ffi";
 import { availableParallelism } from "node:os";
+import { chooseOpenBlasCore } from "./core-type.ts";
 
 /**
  * Where Debian, Ubuntu, Fedora and Homebrew put the threaded OpenBLAS. The bare soname comes
@@ -69,6 +70,8 @@ type OpenBlasSymbols = ReturnType<typeof dlopen<typeof SYMBOLS>>["symbols"];
 export interface LoadedBlas {
   readonly path: string;
   readonly symbols: OpenBlasSymbols;
+  /** The OPENBLAS_CORETYPE xlaserve chose, or null when OpenBLAS detected the CPU itself. */
+  readonly coreType: string | null;
 }
 
 export interface BlasLoadResult {
@@ -94,11 +97,12 @@ export function wantedThreads(env: Record<string, string | undefined> = process.
 
 export function loadOpenBlas(paths: readonly string[] = candidatePaths()): BlasLoadResult {
   const failures: string[] = [];
+  const coreType = paths.length > 0 ? chooseOpenBlasCore() : null;
   for (const path of paths) {
     try {
       const library = dlopen(path, SYMBOLS);
       library.symbols.openblas_set_num_threads(wantedThreads());
-      return { blas: { path, symbols: library.symbols }, failures };
+      return { blas: { path, symbols: library.symbols, coreType }, failures };
     } catch (error) {
       failures.push(`${path}: ${error instanceof Error ? error.message : String(error)}`);
     }

@@ -37,7 +37,7 @@ function roundHalfEven(q: number): number {
 
 /** Encodes an IEEE-style binary format with `mant` fraction bits and bias, with infinities. */
 function encodeIeee(x: number, mant: number, bias: number, nanBits: number, overflow: number): number {
-  if (x !== x) return nanBits;
+  if (Number.isNaN(x)) return nanBits;
   const signBit = 1 << (mant + (bias === 15 ? 5 : 8));
   let sign = 0;
   if (x < 0 || (x === 0 && 1 / x < 0)) {
@@ -62,7 +62,7 @@ export function encodeF16(x: number): number {
 }
 
 export function encodeBf16(x: number): number {
-  return encodeIeee(x, 7, 127, 0x7fc0, 3.3961775292304696e38);
+  return encodeIeee(x, 7, 127, 0x7fc0, (2 - 2 ** -8) * 2 ** 127);
 }
 
 /** The f16 value nearest to x (ties to even), as a number. */

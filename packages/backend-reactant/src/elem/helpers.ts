@@ -2,7 +2,18 @@
  * Scalar helpers that generated elementwise loops call (passed in by name, see
  * kernels/elementwise.ts). Each follows the StableHLO / XLA semantics noted beside it.
  */
-import { besselI1e, digamma, erf, erfInv, erfc, lgamma, nextAfter, reducePrecision } from "../kernels/special.ts";
+import {
+  besselI1e,
+  coshF32,
+  digamma,
+  sinhF32,
+  erf,
+  erfInv,
+  erfc,
+  lgamma,
+  nextAfter,
+  reducePrecision,
+} from "../kernels/special.ts";
 import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16, roundBf16, roundF16 } from "./float16.ts";
 
 /** Round half to even for any finite number (round_nearest_even). */
@@ -79,7 +90,7 @@ export function signFloat(x: number): number {
 
 /** float -> integer convert as XLA does: truncate, NaN -> 0, saturate at the type's bounds. */
 export function floatToInt(x: number, min: number, max: number): number {
-  if (x !== x) return 0;
+  if (Number.isNaN(x)) return 0;
   if (x <= min) return min;
   if (x >= max) return max;
   return Math.trunc(x);
@@ -88,7 +99,7 @@ export function floatToInt(x: number, min: number, max: number): number {
 const I64_MIN = -(2 ** 63);
 const I64_MAX = 2 ** 63;
 export function floatToBig(x: number, unsigned: boolean): bigint {
-  if (x !== x) return 0n;
+  if (Number.isNaN(x)) return 0n;
   if (unsigned) {
     if (x <= 0) return 0n;
     if (x >= 2 ** 64) return 0xffffffffffffffffn;
@@ -126,4 +137,6 @@ export const HELPERS = {
   besselI1e,
   nextAfter,
   reducePrecision,
+  coshF32,
+  sinhF32,
 };

@@ -14,7 +14,12 @@ export interface CheckOptions {
   readonly tolerance?: number;
 }
 
-export function runCheck(kind: CheckKind, actual: NDArray, expected: NDArray, options: CheckOptions = {}): string | null {
+export function runCheck(
+  kind: CheckKind,
+  actual: NDArray,
+  expected: NDArray,
+  options: CheckOptions = {},
+): string | null {
   if (actual.shape.length !== expected.shape.length || actual.shape.some((d, i) => d !== expected.shape[i])) {
     return `shape [${actual.shape}] differs from expected [${expected.shape}]`;
   }
@@ -48,7 +53,7 @@ function formatIndex(i: number, shape: number[]): string {
 }
 
 function sameFloat(a: number, e: number): boolean {
-  if (a !== a) return e !== e;
+  if (Number.isNaN(a)) return Number.isNaN(e);
   return Object.is(a, e);
 }
 
@@ -59,7 +64,7 @@ function sameBits(a: unknown, e: unknown): boolean {
 }
 
 function almostEqual(a: number, e: number, tolerance: number): boolean {
-  if (a !== a || e !== e) return a !== a && e !== e;
+  if (Number.isNaN(a) || Number.isNaN(e)) return Number.isNaN(a) && Number.isNaN(e);
   if (!Number.isFinite(a) || !Number.isFinite(e)) return a === e;
   return Math.abs(a - e) <= tolerance;
 }
@@ -87,7 +92,7 @@ export function ulpDistances(actual: NDArray, expected: NDArray): Float64Array {
       const av = a.values[j] as number;
       const ev = e.values[j] as number;
       let d: number;
-      if (av !== av || ev !== ev) d = av !== av && ev !== ev ? 0 : Number.POSITIVE_INFINITY;
+      if (Number.isNaN(av) || Number.isNaN(ev)) d = Number.isNaN(av) && Number.isNaN(ev) ? 0 : Number.POSITIVE_INFINITY;
       else if (!Number.isFinite(av) || !Number.isFinite(ev)) d = av === ev ? 0 : Number.POSITIVE_INFINITY;
       else d = Math.abs(Number((a.keys[j] as bigint) - (e.keys[j] as bigint)));
       worst = Math.max(worst, d);
@@ -108,7 +113,11 @@ function orderedKeys(x: NDArray): { values: number[]; keys: bigint[] } {
         ? Array.from(new Int32Array(d.buffer, d.byteOffset, d.length), (v) => BigInt(v))
         : Array.from(d as Uint16Array, (v) => BigInt((v << 16) >> 16));
   const signMask =
-    x.type === "f64" || x.type === "c128" ? 0x7fffffffffffffffn : x.type === "f32" || x.type === "c64" ? 0x7fffffffn : 0x7fffn;
+    x.type === "f64" || x.type === "c128"
+      ? 0x7fffffffffffffffn
+      : x.type === "f32" || x.type === "c64"
+        ? 0x7fffffffn
+        : 0x7fffn;
   const n = elementCount(x.shape) * (isComplexType(x.type) ? 2 : 1);
   for (let i = 0; i < n; i++) {
     const b = bits[i] as bigint;

@@ -38,7 +38,50 @@ const cdiv: Binary = (ar, ai, br, bi) => {
   return [(ar * r + ai) / d, (ai * r - ar) / d];
 };
 
+const cadd = (a: C, b: C): C => [a[0] + b[0], a[1] + b[1]];
+const csub = (a: C, b: C): C => [a[0] - b[0], a[1] - b[1]];
+const casinh: Unary = (re, im) => {
+  // log(z + sqrt(z^2 + 1))
+  const [sr, si] = csqrt(re * re - im * im + 1, 2 * re * im);
+  return clog(re + sr, im + si);
+};
+const cacosh: Unary = (re, im) => {
+  // log(z + sqrt(z + 1) * sqrt(z - 1))
+  const p = csqrt(re + 1, im);
+  const m = csqrt(re - 1, im);
+  const [pr, pi] = cmul(p[0], p[1], m[0], m[1]);
+  return clog(re + pr, im + pi);
+};
+const catanh: Unary = (re, im) => {
+  // (log(1 + z) - log(1 - z)) / 2
+  const [ar, ai] = csub(clog(1 + re, im), clog(1 - re, -im));
+  return [ar / 2, ai / 2];
+};
+
 const UNARY: Record<string, Unary> = {
+  cbrt: (re, im) => {
+    if (re === 0 && im === 0) return [re, im];
+    const [lr, li] = clog(re, im);
+    return cexp(lr / 3, li / 3);
+  },
+  sinh: (re, im) => [Math.sinh(re) * Math.cos(im), Math.cosh(re) * Math.sin(im)],
+  cosh: (re, im) => [Math.cosh(re) * Math.cos(im), Math.sinh(re) * Math.sin(im)],
+  asinh: casinh,
+  acosh: cacosh,
+  atanh: catanh,
+  // asin(z) = -i asinh(iz), atan(z) = -i atanh(iz), acos(z) = pi/2 - asin(z)
+  asin: (re, im) => {
+    const [r, i] = casinh(-im, re);
+    return [i, -r];
+  },
+  atan: (re, im) => {
+    const [r, i] = catanh(-im, re);
+    return [i, -r];
+  },
+  acos: (re, im) => {
+    const [r, i] = casinh(-im, re);
+    return cadd([Math.PI / 2, 0], [-i, r]);
+  },
   negate: (re, im) => [-re, -im],
   exponential: cexp,
   log: clog,
@@ -78,7 +121,20 @@ const UNARY: Record<string, Unary> = {
   },
 };
 
+/** Lexicographic on (re, im), as the spec orders complex numbers for maximum / minimum. */
+const greater = (ar: number, ai: number, br: number, bi: number): boolean => ar > br || (ar === br && ai > bi);
+
 const BINARY: Record<string, Binary> = {
+  maximum: (ar, ai, br, bi) => (greater(ar, ai, br, bi) || (ar === br && ai === bi) ? [ar, ai] : [br, bi]),
+  minimum: (ar, ai, br, bi) => (greater(br, bi, ar, ai) || (ar === br && ai === bi) ? [ar, ai] : [br, bi]),
+  // atan2(y, x) = -i log((x + i y) / sqrt(x^2 + y^2))
+  atan2: (yr, yi, xr, xi) => {
+    const [nr, ni] = [xr - yi, xi + yr];
+    const [sr, si] = csqrt(xr * xr - xi * xi + yr * yr - yi * yi, 2 * (xr * xi + yr * yi));
+    const [qr, qi] = cdiv(nr, ni, sr, si);
+    const [lr, li] = clog(qr, qi);
+    return [li, -lr];
+  },
   add: (ar, ai, br, bi) => [ar + br, ai + bi],
   subtract: (ar, ai, br, bi) => [ar - br, ai - bi],
   multiply: cmul,

@@ -1,7 +1,8 @@
-import { type ElemType, type NDArray, bitWidth, isComplexType, isFloatType } from "../array.ts";
+import { type ElemType, type NDArray, allocData, bitWidth, isComplexType, isFloatType } from "../array.ts";
 import type { Op } from "../ir.ts";
 import type { Kernel } from "../plan/program.ts";
 import { complexBinary, complexCompare, complexUnary, hasComplexOp, makeComplex, realTypeOf } from "./complex.ts";
+import { BF16_TO_NUMBER, F16_TO_NUMBER } from "../elem/float16.ts";
 import { makeElementwise } from "./elementwise.ts";
 import { unsupported } from "./errors.ts";
 import { binaryExpr, compareExpr, convertExpr, domainOf, hasFloatUnary, roundExpr, unaryExpr } from "./expr.ts";
@@ -116,6 +117,9 @@ export function unaryKernel(op: string): Kernel {
       return makeElementwise(op, types, t, ([a]) => `${special}(${a})`);
     }
     if (op === "is_finite") return makeElementwise(op, types, "i1", ([a]) => `Number.isFinite(${a})`);
+    if ((op === "sinh" || op === "cosh") && t !== "f64") {
+      return makeElementwise(op, types, t, ([a]) => `H.${op}F32(${a})`);
+    }
     if (isFloatType(t) && !hasFloatUnary(op)) throw unsupported(op, `${op} on ${t}`);
     return makeElementwise(op, types, t, ([a]) => unaryExpr(op, t, a as string));
   });
@@ -130,7 +134,9 @@ export function compareKernel(op: Op): Kernel {
     if (compareType === "TOTALORDER" && isFloatType(t)) {
       return ([a, b]) => compareTotalOrder(direction, a as NDArray, b as NDArray);
     }
-    return makeElementwise(`compare_${direction}`, types, "i1", ([a, b]) => compareExpr(direction, a as string, b as string));
+    return makeElementwise(`compare_${direction}`, types, "i1", ([a, b]) =>
+      compareExpr(direction, a as string, b as string),
+    );
   });
 }
 
@@ -203,11 +209,70 @@ function convertComplex(x: NDArray, to: ElemType): NDArray {
 export function reducePrecisionKernel(op: Op): Kernel {
   const e = Number(op.attrs.exponent_bits);
   const m = Number(op.attrs.mantissa_bits);
-  return byTypes((types) => {
-    const t = types[0] as ElemType;
-    const [typeExp, typeMant] = t === "f16" ? [5, 10] : t === "bf16" ? [8, 7] : t === "f32" ? [8, 23] : [11, 52];
-    return makeElementwise(`reduce_precision_${e}_${m}`, types, t, ([a]) => `H.reducePrecision(${a}, ${e}, ${m}, ${typeMant}, ${typeExp})`);
+  return byTypes(
+    () =>
+      ([x]) =>
+        reducePrecisionBits(x as NDArray, e, m),
+  );
+}
+
+const FORMATS: Partial<Record<ElemType, [number, number, number]>> = {
+  f16: [16, 5, 10],
+  bf16: [16, 8, 7],
+  f32: [32, 8, 23],
+  f64: [64, 11, 52],
+};
+
+/**
+ * reduce_precision on the raw bits, as XLA does it: round the significand to `m` bits (ties to
+ * even, carrying into the exponent), then overflow to infinity / flush to zero outside the
+ * `e`-bit exponent range.
+ */
+function reducePrecisionBits(x: NDArray, e: number, m: number): NDArray {
+  const format = FORMATS[x.type];
+  if (!format) throw unsupported("reduce_precision", `reduce_precision on ${x.type}`);
+  const [bits, srcExp, srcMant] = format;
+  const W = BigInt(bits);
+  const data = x.data;
+  const raw =
+    bits === 64
+      ? Array.from(new BigUint64Array(data.buffer, data.byteOffset, data.length))
+      : Array.from(
+          bits === 32 ? new Uint32Array(data.buffer, data.byteOffset, data.length) : (data as Uint16Array),
+          BigInt,
+        );
+  const full = (1n << W) - 1n;
+  const out = raw.map((v) => {
+    const expMask = ((1n << BigInt(srcExp)) - 1n) << BigInt(srcMant);
+    const isNan = (v & expMask) === expMask && (v & ((1n << BigInt(srcMant)) - 1n)) !== 0n;
+    let r = v;
+    if (m < srcMant) {
+      const shift = BigInt(srcMant - m);
+      const lastBit = 1n << shift;
+      const bias = (lastBit >> 1n) - 1n + ((r & lastBit) >> shift);
+      r = (r + bias) & full & ~(lastBit - 1n) & full;
+    }
+    if (e < srcExp) {
+      const srcBias = (1n << BigInt(srcExp - 1)) - 1n;
+      const reducedBias = (1n << BigInt(e - 1)) - 1n;
+      const exponent = r & expMask;
+      const sign = r & (1n << (W - 1n));
+      if (exponent > (srcBias + reducedBias) << BigInt(srcMant)) r = sign | expMask;
+      else if (exponent <= (srcBias - reducedBias) << BigInt(srcMant)) r = sign;
+    }
+    // A NaN keeps its payload when any significand bit survives; with none it can only be infinite.
+    if (isNan) return m > 0 ? v : (v & (1n << (W - 1n))) | expMask;
+    return r;
   });
+  const outData = allocData(x.type, out.length);
+  if (bits === 64) new BigUint64Array(outData.buffer).set(out);
+  else {
+    const view = bits === 32 ? new Uint32Array(outData.buffer) : (outData as Uint16Array);
+    out.forEach((v, i) => {
+      view[i] = Number(v);
+    });
+  }
+  return { type: x.type, shape: [...x.shape], data: outData };
 }
 
 export function nextAfterKernel(): Kernel {
@@ -216,8 +281,30 @@ export function nextAfterKernel(): Kernel {
     if (t === "f64" || t === "f32") {
       return makeElementwise("next_after", types, t, ([a, b]) => `H.nextAfter(${a}, ${b}, ${bitWidth(t)})`);
     }
+    if (t === "f16" || t === "bf16") return ([x, y]) => nextAfter16(x as NDArray, y as NDArray);
     throw unsupported("next_after", `next_after on ${t}`);
   });
+}
+
+/** next_after on the raw bits of f16 / bf16 (one step of the 16-bit pattern). */
+function nextAfter16(x: NDArray, y: NDArray): NDArray {
+  const decode = x.type === "f16" ? F16_TO_NUMBER : BF16_TO_NUMBER;
+  const nanBits = x.type === "f16" ? 0x7e00 : 0x7fc0;
+  const xs = x.data as Uint16Array;
+  const ys = y.data as Uint16Array;
+  const n = Math.max(xs.length, ys.length);
+  const out = new Uint16Array(n);
+  for (let i = 0; i < n; i++) {
+    const xb = xs[xs.length === 1 ? 0 : i] as number;
+    const yb = ys[ys.length === 1 ? 0 : i] as number;
+    const a = decode[xb] as number;
+    const b = decode[yb] as number;
+    if (Number.isNaN(a) || Number.isNaN(b)) out[i] = nanBits;
+    else if (a === b) out[i] = yb;
+    else if (a === 0) out[i] = (yb & 0x8000) | 1;
+    else out[i] = b > a === a > 0 ? xb + 1 : xb - 1;
+  }
+  return { type: x.type, shape: xs.length === 1 ? [...y.shape] : [...x.shape], data: out };
 }
 
 /** real / imag on a real operand: the operand itself, or zeros. */

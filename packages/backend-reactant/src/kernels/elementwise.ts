@@ -16,15 +16,18 @@ export type ExprBuilder = (args: string[]) => string;
 type Loop = (inputs: TypedArray[], out: TypedArray, n: number, h: typeof HELPERS) => void;
 const loopCache = new Map<string, Loop>();
 
-export interface ElementwiseKernel {
-  (inputs: NDArray[]): NDArray;
-}
+export type ElementwiseKernel = (inputs: NDArray[]) => NDArray;
 
 /**
  * Builds a kernel computing `expr` over inputs of `inTypes`, writing `outType`. `key` must
  * identify the expression (it keys the generated-code cache).
  */
-export function makeElementwise(key: string, inTypes: ElemType[], outType: ElemType, expr: ExprBuilder): ElementwiseKernel {
+export function makeElementwise(
+  key: string,
+  inTypes: ElemType[],
+  outType: ElemType,
+  expr: ExprBuilder,
+): ElementwiseKernel {
   const loops = new Map<number, Loop>();
   const loopFor = (mask: number): Loop => {
     let loop = loops.get(mask);

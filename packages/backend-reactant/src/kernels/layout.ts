@@ -110,6 +110,9 @@ export function clampStarts(x: NDArray, starts: number[], sizes: number[]): numb
 }
 
 export function dynamicSlice(x: NDArray, starts: number[], sizes: number[]): NDArray {
+  if (sizes.length !== x.shape.length || sizes.some((s, d) => s < 0 || s > (x.shape[d] as number))) {
+    throw executeFailed("dynamic_slice", `slice sizes [${sizes}] do not fit operand [${x.shape}]`);
+  }
   const begin = clampStarts(x, starts, sizes);
   return slice(
     x,
@@ -170,16 +173,19 @@ export function pad(x: NDArray, value: NDArray, low: number[], high: number[], i
   const lo = low.map((l) => Math.max(l, 0));
   const hi = high.map((h) => Math.max(h, 0));
   const grown = x.shape.map((s, d) =>
-    s === 0 ? (lo[d] as number) + (hi[d] as number) : (lo[d] as number) + (hi[d] as number) + s + (s - 1) * (interior[d] as number),
+    s === 0
+      ? (lo[d] as number) + (hi[d] as number)
+      : (lo[d] as number) + (hi[d] as number) + s + (s - 1) * (interior[d] as number),
   );
   const n = elementCount(grown);
   const out = allocData(x.type, n) as Float64Array;
   const v = value.data as Float64Array;
   if (slots === 1) out.fill(v[0] as number);
-  else for (let i = 0; i < n; i++) {
-    out[2 * i] = v[0] as number;
-    out[2 * i + 1] = v[1] as number;
-  }
+  else
+    for (let i = 0; i < n; i++) {
+      out[2 * i] = v[0] as number;
+      out[2 * i + 1] = v[1] as number;
+    }
   const ost = strides(grown);
   const count = elementCount(x.shape);
   const idx = new Array<number>(rank).fill(0);
@@ -203,7 +209,12 @@ export function pad(x: NDArray, value: NDArray, low: number[], high: number[], i
   if (limit.some((l, d) => l < (start[d] as number))) {
     throw executeFailed("pad", "negative padding removes more than the operand");
   }
-  return slice(padded, start, limit, start.map(() => 1));
+  return slice(
+    padded,
+    start,
+    limit,
+    start.map(() => 1),
+  );
 }
 
 export function iota(type: NDArray["type"], shape: number[], dim: number): NDArray {

@@ -67,7 +67,7 @@ function concatRows(a: NDArray, b: NDArray): NDArray {
   const data = allocData(a.type, (a.data.length + b.data.length) / (isComplexType(a.type) ? 2 : 1));
   (data as Float64Array).set(a.data as Float64Array, 0);
   (data as Float64Array).set(b.data as Float64Array, a.data.length);
-  return { type: a.type, shape: [a.shape[0] as number + (b.shape[0] as number)], data };
+  return { type: a.type, shape: [(a.shape[0] as number) + (b.shape[0] as number)], data };
 }
 
 function broadcastScalar(x: NDArray, n: number): NDArray {
@@ -147,9 +147,25 @@ function combine(kind: ReducerKind, a: number, b: number, mode: Mode = "float"):
     case "mul":
       return mode === "bool" ? a & b : mode === "int" ? Math.imul(a, b) : a * b;
     case "max":
-      return a !== a || b !== b ? Number.NaN : a > b ? a : b === a && b === 0 ? (Object.is(a, -0) ? b : a) : b;
+      return Number.isNaN(a) || Number.isNaN(b)
+        ? Number.NaN
+        : a > b
+          ? a
+          : b === a && b === 0
+            ? Object.is(a, -0)
+              ? b
+              : a
+            : b;
     case "min":
-      return a !== a || b !== b ? Number.NaN : a < b ? a : b === a && b === 0 ? (Object.is(a, -0) ? a : b) : b;
+      return Number.isNaN(a) || Number.isNaN(b)
+        ? Number.NaN
+        : a < b
+          ? a
+          : b === a && b === 0
+            ? Object.is(a, -0)
+              ? a
+              : b
+            : b;
     case "and":
       return a & b;
     case "or":

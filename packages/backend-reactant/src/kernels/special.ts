@@ -49,11 +49,12 @@ export function digamma(x: number): number {
 export function erf(x: number): number {
   if (Number.isNaN(x)) return x;
   const ax = Math.abs(x);
-  if (ax < 2) {
+  if (ax < 1) {
+    // Taylor series: terms shrink fast below 1 and cancellation stays under one digit.
+    const x2 = x * x;
     let term = x;
     let sum = x;
-    const x2 = x * x;
-    for (let n = 1; n < 80; n++) {
+    for (let n = 1; n < 60; n++) {
       term *= -x2 / n;
       const add = term / (2 * n + 1);
       sum += add;
@@ -67,11 +68,11 @@ export function erf(x: number): number {
 
 export function erfc(x: number): number {
   if (Number.isNaN(x)) return x;
-  if (x < 0.5) return 1 - erf(x);
+  if (x < 1) return 1 - erf(x);
   return erfcLarge(x);
 }
 
-/** erfc for x >= 0.5 by Lentz's continued fraction. */
+/** erfc for x >= 1 by Lentz's continued fraction. */
 function erfcLarge(x: number): number {
   if (x > 27) return 0;
   // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + 1/2/(x + 1/(x + 3/2/(x + ...))))
@@ -79,7 +80,7 @@ function erfcLarge(x: number): number {
   let f = x;
   let c = x;
   let d = 0;
-  for (let n = 1; n < 500; n++) {
+  for (let n = 1; n < 5000; n++) {
     const a = n / 2;
     d = x + a * d;
     d = d === 0 ? tiny : d;
@@ -104,16 +105,24 @@ export function erfInv(y: number): number {
   if (w < 5) {
     w -= 2.5;
     let p = 2.81022636e-8;
-    for (const k of [3.43273939e-7, -3.5233877e-6, -4.39150654e-6, 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941]) p = k + p * w;
+    for (const k of [
+      3.43273939e-7, -3.5233877e-6, -4.39150654e-6, 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+      1.50140941,
+    ])
+      p = k + p * w;
     x = p * y;
   } else {
     w = Math.sqrt(w) - 3;
     let p = -0.000200214257;
-    for (const k of [0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682]) p = k + p * w;
+    for (const k of [
+      0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+      2.83297682,
+    ])
+      p = k + p * w;
     x = p * y;
   }
   for (let i = 0; i < 3; i++) {
-    const err = (y < 0 ? -erfc(-x) + 1 : erf(x)) - y;
+    const err = (x < 0 ? erfc(-x) - 1 : erf(x)) - y;
     const step = err / ((2 / Math.sqrt(Math.PI)) * Math.exp(-x * x));
     if (!Number.isFinite(step)) break;
     x -= step;
@@ -196,4 +205,24 @@ export function reducePrecision(x: number, expBits: number, mant: number, typeMa
     if (a < 2 ** (1 - bias)) return r > 0 ? 0 : -0;
   }
   return r;
+}
+
+const LOG_HALF_F32 = Math.fround(Math.log(0.5));
+const fr = Math.fround;
+
+/**
+ * sinh / cosh the way XLA evaluates chlo.sinh / chlo.cosh for f32 and narrower types:
+ * e^(x + log(1/2)) +- e^(-x + log(1/2)) with every step rounded to f32. The rounding of the
+ * shifted argument is what makes XLA's results differ from the exact values by several ULP for
+ * large |x|; reproducing it keeps the engine's answers equal to XLA's.
+ */
+export function coshF32(x: number): number {
+  return fr(fr(Math.exp(fr(x + LOG_HALF_F32))) + fr(Math.exp(fr(-x + LOG_HALF_F32))));
+}
+
+export function sinhF32(x: number): number {
+  if (Math.abs(x) < 1) {
+    return fr(fr(fr(Math.expm1(x)) - fr(Math.expm1(-x))) * 0.5);
+  }
+  return fr(fr(Math.exp(fr(x + LOG_HALF_F32))) - fr(Math.exp(fr(-x + LOG_HALF_F32))));
 }

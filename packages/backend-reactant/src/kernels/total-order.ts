@@ -6,8 +6,8 @@ import { unsupported } from "./errors.ts";
  * decided on the raw bits (sign-magnitude turned into a monotonic integer key).
  */
 export function compareTotalOrder(direction: string, a: NDArray, b: NDArray): NDArray {
-  const ka = keys(a);
-  const kb = keys(b);
+  const ka = totalOrderKeys(a);
+  const kb = totalOrderKeys(b);
   const n = Math.max(elementCount(a.shape), elementCount(b.shape));
   const sa = ka.length === 1 ? 0 : 1;
   const sb = kb.length === 1 ? 0 : 1;
@@ -38,7 +38,8 @@ function test(direction: string, x: number | bigint, y: number | bigint): boolea
   throw unsupported("compare", `comparison direction ${direction}`);
 }
 
-function keys(x: NDArray): (number | bigint)[] {
+/** Per element, an integer that orders as IEEE totalOrder does (for f16, bf16, f32, f64). */
+export function totalOrderKeys(x: NDArray): (number | bigint)[] {
   const d = x.data;
   const out: (number | bigint)[] = [];
   if (x.type === "f64") {

@@ -22,6 +22,7 @@ export function parseAttr(c: Cursor): Attr {
     return items;
   }
   if (t.kind === "punct" && t.text === "{") return parseAttrDict(c);
+  if (t.kind === "punct" && t.text === "<") return skipAngled(c);
   if (t.kind === "number") {
     c.next();
     skipNumberType(c);
@@ -56,6 +57,20 @@ export function parseAttr(c: Cursor): Attr {
     return `${t.text}<${t.body ?? ""}>`;
   }
   throw c.error("expected an attribute value");
+}
+
+/** An attribute in bare angle brackets (`algorithm = <...>`), kept as its text. */
+function skipAngled(c: Cursor): string {
+  const parts: string[] = [];
+  let depth = 0;
+  do {
+    const t = c.next();
+    if (t.kind === "eof") throw c.error("unclosed '<'", t);
+    if (t.kind === "punct" && t.text === "<") depth++;
+    else if (t.kind === "punct" && t.text === ">") depth--;
+    parts.push(t.text);
+  } while (depth > 0);
+  return parts.join(" ");
 }
 
 /** `: i64` after an integer, `: f32` after a float. Never a tensor type (that is an op signature). */

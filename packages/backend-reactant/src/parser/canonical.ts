@@ -32,6 +32,15 @@ export function canonicalize(op: Op): Op {
     case "stablehlo.transpose":
       rename("dims", "permutation");
       break;
+    case "chlo.scan":
+      rename("_inits_at", "input_count");
+      break;
+    case "stablehlo.get_dimension_size":
+      rename("dim", "dimension");
+      break;
+    case "stablehlo.reverse":
+      rename("dims", "dimensions");
+      break;
     case "stablehlo.iota":
       rename("dim", "iota_dimension");
       break;

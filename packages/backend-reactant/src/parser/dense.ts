@@ -14,7 +14,7 @@ export function decodeDense(body: string, type: TensorType, fail: (message: stri
   const text = body.trim();
   if (text.startsWith('"')) {
     const hex = text.slice(1, -1);
-    if (!/^0x[0-9A-Fa-f]*$/.test(hex)) throw fail("expected a hex blob \"0x...\"");
+    if (!/^0x[0-9A-Fa-f]*$/.test(hex)) throw fail('expected a hex blob "0x..."');
     return decodeBlob(hex.slice(2), out, count, fail);
   }
   const tokens = text.match(/-?0x[0-9A-Fa-f]+|[-+]?(?:inf|nan)|[-+]?[0-9][0-9.eE+-]*|true|false|[()[\],]/g) ?? [];

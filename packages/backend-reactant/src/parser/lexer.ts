@@ -31,7 +31,17 @@ export interface Token {
 const IDENT_START = /[A-Za-z_]/;
 const IDENT_PART = /[A-Za-z0-9_.$]/;
 const VALUE_PART = /[A-Za-z0-9_.$-]/;
-const ANGLED = new Set(["tensor", "tuple", "complex", "dense", "array", "vector", "memref", "dense_resource", "sparse"]);
+const ANGLED = new Set([
+  "tensor",
+  "tuple",
+  "complex",
+  "dense",
+  "array",
+  "vector",
+  "memref",
+  "dense_resource",
+  "sparse",
+]);
 
 export class SourceText {
   private lineStarts: number[] | null = null;
@@ -176,7 +186,11 @@ export function tokenize(source: SourceText, from = 0, to = source.text.length):
     }
     if (c === '"') {
       const end = skipString(i);
-      tokens.push({ kind: "string", text: JSON.parse(s.slice(i, end + 1).replace(/\\([0-9A-Fa-f]{2})/g, "\\u00$1")), offset: start });
+      tokens.push({
+        kind: "string",
+        text: JSON.parse(s.slice(i, end + 1).replace(/\\([0-9A-Fa-f]{2})/g, "\\u00$1")),
+        offset: start,
+      });
       i = end + 1;
       continue;
     }

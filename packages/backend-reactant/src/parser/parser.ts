@@ -197,6 +197,8 @@ function parseCustomOp(c: Cursor, rawName: string, results: string[], offset: nu
     } else if (t.kind === "punct" && t.text === "(") {
       c.next();
       parseGroup(c, operands, inits, regionArgs, attrs);
+    } else if (t.kind === "punct" && t.text === "{" && c.peek(1).kind === "block") {
+      regions.push(parseRegion(c, []));
     } else if (t.kind === "punct" && t.text === "{") {
       Object.assign(attrs, parseAttrDict(c));
     } else if (t.kind === "punct" && t.text === ",") {
@@ -214,6 +216,10 @@ function parseCustomOp(c: Cursor, rawName: string, results: string[], offset: nu
       attrs._applies = c.expectKind("ident", "a reducer op").text;
     } else if (t.kind === "ident" && t.text === "across") {
       c.next();
+    } else if (t.kind === "ident" && (t.text === "inits" || t.text === "attributes")) {
+      // chlo.scan(%xs) inits(%carry) ... attributes {...}: the inputs end where the inits start
+      c.next();
+      if (t.text === "inits") attrs._inits_at = operands.length;
     } else if (t.kind === "ident" && c.at("=", 1)) {
       c.next();
       c.next();
@@ -247,11 +253,24 @@ function parseCustomOp(c: Cursor, rawName: string, results: string[], offset: nu
   return canonicalize({ name, results, operands, attrs, regions, resultTypes, operandTypes, offset });
 }
 
-/** A value followed by `=` (or `:N =`) starts the next op: ops without a signature end there. */
+/** `%x =`, `%x:2 =` or `%a, %b =` starts the next op: ops without a signature end there. */
 function isNextOpStart(c: Cursor): boolean {
   const t = c.peek();
-  if (t.kind !== "value") return t.kind === "ident" && /^(stablehlo|func|chlo|check|interpreter)\./.test(t.text);
-  return c.at("=", 1) || (c.at(":", 1) && c.peek(2).kind === "number" && c.at("=", 3));
+  if (t.kind !== "value") {
+    return (
+      t.kind === "ident" &&
+      (t.text === "return" || t.text === "call" || /^(stablehlo|func|chlo|check|interpreter)\./.test(t.text))
+    );
+  }
+  let j = 0;
+  while (c.peek(j).kind === "value") {
+    j++;
+    if (c.at(":", j) && c.peek(j + 1).kind === "number") j += 2;
+    if (c.at("=", j)) return true;
+    if (!c.at(",", j)) return false;
+    j++;
+  }
+  return false;
 }
 
 /** `(%a, %b)`, `(%x init: %y)`, `(%arg0 = %init, ...)`, `(%v, k = 2)`. */

@@ -32,6 +32,9 @@ export function parseTensorBody(body: string, fail: (message: string) => Error):
     rest = rest.slice(m[0].length);
   }
   const elem = elemTypeFromName(rest);
+  if (elem?.startsWith("f8")) {
+    throw new XlaserveError("UNSUPPORTED", `element type ${rest} (8-bit float) is not supported`, { type: body });
+  }
   if (!elem) {
     if (rest.startsWith("!quant")) {
       throw new XlaserveError("UNSUPPORTED", `quantized element type ${rest} is not supported`, { type: body });

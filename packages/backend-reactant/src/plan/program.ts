@@ -3,6 +3,7 @@ import { elementCount } from "../array.ts";
 import type { Func, Module, Op } from "../ir.ts";
 import { buildKernel } from "../kernels/registry.ts";
 import { Arena } from "./arena.ts";
+import { fuseSteps } from "./fusion.ts";
 import { type CheckFailure, type RtValue, isArray, isTuple } from "./values.ts";
 
 /**
@@ -16,6 +17,13 @@ import { type CheckFailure, type RtValue, isArray, isTuple } from "./values.ts";
 export interface ExecContext {
   readonly arena: Arena;
   readonly failures: CheckFailure[];
+  /** When set, time spent per op name is added here (the per-op profile of bench/). */
+  readonly profile?: Map<string, OpTime>;
+}
+
+export interface OpTime {
+  ms: number;
+  count: number;
 }
 
 export interface Frame {
@@ -49,7 +57,8 @@ export interface KernelTools {
 }
 
 /** Ops never folded: they have effects, or their point is to run. */
-const EFFECTFUL = /^(stablehlo\.(custom_call|infeed|outfeed|send|recv|after_all|rng|optimization_barrier)|check\.|interpreter\.)/;
+const EFFECTFUL =
+  /^(stablehlo\.(custom_call|infeed|outfeed|send|recv|after_all|rng|optimization_barrier)|check\.|interpreter\.)/;
 /** Folding these would store large arrays in the plan that are cheap to make at run time. */
 const MATERIALIZING = new Set(["stablehlo.broadcast_in_dim", "stablehlo.iota", "stablehlo.pad", "stablehlo.constant"]);
 const FOLD_LIMIT = 1 << 16;
@@ -116,10 +125,18 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
     const ins = new Array<RtValue>(step.inputs.length);
     for (let i = 0; i < ins.length; i++) ins[i] = env[step.inputs[i] as number] as RtValue;
     let outs: RtValue[];
+    const profile = frame.ctx.profile;
+    const start = profile ? performance.now() : 0;
     try {
       outs = step.kernel(ins, frame);
     } catch (e) {
       throw stepError(step.op, e);
+    }
+    if (profile) {
+      const entry = profile.get(step.op.name) ?? { ms: 0, count: 0 };
+      entry.ms += performance.now() - start;
+      entry.count++;
+      profile.set(step.op.name, entry);
     }
     for (let i = 0; i < step.outputs.length; i++) setSlot(frame, step.outputs[i] as number, outs[i]);
     for (const s of step.frees) if (!frame.constant[s]) clearSlot(frame, s);
@@ -158,12 +175,20 @@ class Scope {
   }
 }
 
+export interface ProgramOptions {
+  /** Fuse elementwise chains into generated loops (default true; false helps debugging). */
+  readonly fuse?: boolean;
+}
+
 export class Program {
   private readonly funcs = new Map<string, Func>();
   private readonly compiled = new Map<string, CompiledFunction>();
   private readonly compiling = new Set<string>();
 
-  constructor(readonly module: Module) {
+  constructor(
+    readonly module: Module,
+    readonly options: ProgramOptions = {},
+  ) {
     for (const f of module.funcs) this.funcs.set(f.name, f);
   }
 
@@ -206,11 +231,14 @@ class FunctionCompiler {
   private readonly foldConstant: number[] = [];
   private pure = true;
   private readonly foldCtx: ExecContext = { arena: new Arena(), failures: [] };
+  private readonly fuse: boolean;
 
   constructor(
     private readonly program: Program,
     private readonly func: Func,
-  ) {}
+  ) {
+    this.fuse = program.options.fuse !== false;
+  }
 
   compile(): CompiledFunction {
     const body = this.block(
@@ -256,8 +284,11 @@ class FunctionCompiler {
       steps.push({ op, inputs, outputs, kernel, frees: [] });
       stepUses.push(uses);
     }
-    this.assignFrees(steps, stepUses, new Set(resultSlots), scope);
-    return { argSlots, steps, resultSlots, captures: scope.captures };
+    const useCount = new Map<number, number>();
+    for (const u of [...stepUses.flat(), ...resultSlots]) useCount.set(u, (useCount.get(u) ?? 0) + 1);
+    const fused = this.fuse ? fuseSteps(steps, stepUses, useCount) : { steps, uses: stepUses };
+    this.assignFrees(fused.steps, fused.uses, new Set(resultSlots), scope);
+    return { argSlots, steps: fused.steps, resultSlots, captures: scope.captures };
   }
 
   private tryFold(op: Op, kernel: Kernel, inputs: number[], regions: Block[], outputs: number[]): boolean {

@@ -4,7 +4,11 @@ import type { ConvAttributes } from "../../src/kernels/heavy/index.ts";
 import { convGeometry } from "../../src/kernels/heavy/conv-attributes.ts";
 import { forEachIndex, offsetOf } from "./helpers.ts";
 
-export function naiveConvolution(lhs: NDArray, rhs: NDArray, attrs: ConvAttributes): { shape: number[]; data: Float64Array } {
+export function naiveConvolution(
+  lhs: NDArray,
+  rhs: NDArray,
+  attrs: ConvAttributes,
+): { shape: number[]; data: Float64Array } {
   const g = convGeometry(lhs, rhs, attrs);
   const d = attrs.dims;
   const out = new Float64Array(g.resultShape.reduce((p, x) => p * x, 1));
@@ -22,7 +26,10 @@ export function naiveConvolution(lhs: NDArray, rhs: NDArray, attrs: ConvAttribut
         lhsIndex[d.inputBatch] = batchIn;
         lhsIndex[d.inputFeature] = channel;
         for (let s = 0; s < g.spatialRank; s++) {
-          const x = (oi[d.outputSpatial[s] as number] as number) * (g.strides[s] as number) + (taps[s] as number) * (g.rhsDilation[s] as number) - (g.padLow[s] as number);
+          const x =
+            (oi[d.outputSpatial[s] as number] as number) * (g.strides[s] as number) +
+            (taps[s] as number) * (g.rhsDilation[s] as number) -
+            (g.padLow[s] as number);
           const dil = g.lhsDilation[s] as number;
           if (x < 0 || x % dil !== 0 || x / dil >= (g.inSpatial[s] as number)) return;
           lhsIndex[d.inputSpatial[s] as number] = x / dil;
@@ -31,7 +38,8 @@ export function naiveConvolution(lhs: NDArray, rhs: NDArray, attrs: ConvAttribut
         }
         rhsIndex[d.kernelInputFeature] = i;
         rhsIndex[d.kernelOutputFeature] = f;
-        sum += (lhs.data[offsetOf(lhs.shape, lhsIndex)] as number) * (rhs.data[offsetOf(rhs.shape, rhsIndex)] as number);
+        sum +=
+          (lhs.data[offsetOf(lhs.shape, lhsIndex)] as number) * (rhs.data[offsetOf(rhs.shape, rhsIndex)] as number);
       });
     }
     out[linear] = sum;

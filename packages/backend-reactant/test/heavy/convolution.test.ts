@@ -12,7 +12,17 @@ function randomDims(next: () => number, spatialRank: number): ConvDimensionNumbe
   const [ib, iff, ...is] = axes(spatialRank + 2) as [number, number, ...number[]];
   const [ki, ko, ...ks] = axes(spatialRank + 2) as [number, number, ...number[]];
   const [ob, of, ...os] = axes(spatialRank + 2) as [number, number, ...number[]];
-  return { inputBatch: ib, inputFeature: iff, inputSpatial: is, kernelInputFeature: ki, kernelOutputFeature: ko, kernelSpatial: ks, outputBatch: ob, outputFeature: of, outputSpatial: os };
+  return {
+    inputBatch: ib,
+    inputFeature: iff,
+    inputSpatial: is,
+    kernelInputFeature: ki,
+    kernelOutputFeature: ko,
+    kernelSpatial: ks,
+    outputBatch: ob,
+    outputFeature: of,
+    outputSpatial: os,
+  };
 }
 
 function shapeFor(roles: [number, number][], rank: number): number[] {
@@ -34,8 +44,22 @@ function randomCase(seed: number): { lhs: NDArray; rhs: NDArray; attrs: ConvAttr
   const inSpatial = Array.from({ length: spatialRank }, () => randInt(next, 1, spatialRank === 3 ? 5 : 7));
   const kernelSpatial = Array.from({ length: spatialRank }, () => randInt(next, 1, 3));
   const rank = spatialRank + 2;
-  const lhsShape = shapeFor([[dims.inputBatch, batch], [dims.inputFeature, groupIn * featureGroups], ...dims.inputSpatial.map((a, i) => [a, inSpatial[i]] as [number, number])], rank);
-  const rhsShape = shapeFor([[dims.kernelInputFeature, groupIn], [dims.kernelOutputFeature, outChannels], ...dims.kernelSpatial.map((a, i) => [a, kernelSpatial[i]] as [number, number])], rank);
+  const lhsShape = shapeFor(
+    [
+      [dims.inputBatch, batch],
+      [dims.inputFeature, groupIn * featureGroups],
+      ...dims.inputSpatial.map((a, i) => [a, inSpatial[i]] as [number, number]),
+    ],
+    rank,
+  );
+  const rhsShape = shapeFor(
+    [
+      [dims.kernelInputFeature, groupIn],
+      [dims.kernelOutputFeature, outChannels],
+      ...dims.kernelSpatial.map((a, i) => [a, kernelSpatial[i]] as [number, number]),
+    ],
+    rank,
+  );
   const attrs: ConvAttributes = {
     dims,
     windowStrides: inSpatial.map(() => randInt(next, 1, 3)),
@@ -77,14 +101,45 @@ describe("convolution", () => {
     }
   });
 
-  const nhwc: ConvDimensionNumbers = { inputBatch: 0, inputFeature: 3, inputSpatial: [1, 2], kernelInputFeature: 2, kernelOutputFeature: 3, kernelSpatial: [0, 1], outputBatch: 0, outputFeature: 3, outputSpatial: [1, 2] };
+  const nhwc: ConvDimensionNumbers = {
+    inputBatch: 0,
+    inputFeature: 3,
+    inputSpatial: [1, 2],
+    kernelInputFeature: 2,
+    kernelOutputFeature: 3,
+    kernelSpatial: [0, 1],
+    outputBatch: 0,
+    outputFeature: 3,
+    outputSpatial: [1, 2],
+  };
 
   test("ResNet-style NHWC/HWIO: 1x1, 3x3 pad 1, 7x7 stride 2", () => {
     const next = rng(7);
     const cases: [number[], number[], ConvAttributes][] = [
       [[1, 6, 6, 8], [1, 1, 8, 5], { dims: nhwc }],
-      [[2, 6, 5, 4], [3, 3, 4, 3], { dims: nhwc, padding: [[1, 1], [1, 1]] }],
-      [[1, 12, 12, 3], [7, 7, 3, 4], { dims: nhwc, windowStrides: [2, 2], padding: [[3, 3], [3, 3]] }],
+      [
+        [2, 6, 5, 4],
+        [3, 3, 4, 3],
+        {
+          dims: nhwc,
+          padding: [
+            [1, 1],
+            [1, 1],
+          ],
+        },
+      ],
+      [
+        [1, 12, 12, 3],
+        [7, 7, 3, 4],
+        {
+          dims: nhwc,
+          windowStrides: [2, 2],
+          padding: [
+            [3, 3],
+            [3, 3],
+          ],
+        },
+      ],
       [[1, 8, 8, 4], [1, 1, 4, 6], { dims: nhwc, windowStrides: [2, 2] }],
     ];
     for (const [ls, rs, attrs] of cases) {
@@ -97,14 +152,33 @@ describe("convolution", () => {
   test("integer convolution is exact and wraps around", () => {
     const lhs = array("i8", [1, 3, 1], [100, 100, 100]);
     const rhs = array("i8", [2, 1, 1], [2, 1]);
-    const dims = { ...nhwc, inputSpatial: [1], kernelSpatial: [0], outputSpatial: [1], kernelInputFeature: 1, kernelOutputFeature: 2, inputFeature: 2, outputFeature: 2 };
+    const dims = {
+      ...nhwc,
+      inputSpatial: [1],
+      kernelSpatial: [0],
+      outputSpatial: [1],
+      kernelInputFeature: 1,
+      kernelOutputFeature: 2,
+      inputFeature: 2,
+      outputFeature: 2,
+    };
     const out = convolution(lhs, rhs, { dims });
     // 100*2 + 100*1 = 300 wraps to 44 in i8.
     expect(Array.from(out.data as Int8Array)).toEqual([44, 44]);
   });
 
   test("complex convolution multiplies as complex numbers", () => {
-    const dims = { inputBatch: 0, inputFeature: 2, inputSpatial: [1], kernelInputFeature: 1, kernelOutputFeature: 2, kernelSpatial: [0], outputBatch: 0, outputFeature: 2, outputSpatial: [1] };
+    const dims = {
+      inputBatch: 0,
+      inputFeature: 2,
+      inputSpatial: [1],
+      kernelInputFeature: 1,
+      kernelOutputFeature: 2,
+      kernelSpatial: [0],
+      outputBatch: 0,
+      outputFeature: 2,
+      outputSpatial: [1],
+    };
     const lhs = array("c64", [1, 2, 1], [1, 2, 3, -1]);
     const rhs = array("c64", [1, 1, 1], [0, 1]);
     // (1+2i)i = -2+i, (3-i)i = 1+3i

@@ -6,6 +6,8 @@ import { parseJsonLenient } from "./json-lenient.ts";
 export interface SplitBody {
   readonly header: unknown;
   readonly binary: Uint8Array;
+  /** Bytes of the JSON header (bounds how many elements its data can hold). */
+  readonly headerBytes: number;
 }
 
 const HEADER_LENGTH = "inference-header-content-length";
@@ -18,6 +20,29 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  */
 export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
+  return readBodyBytes(request, declared, maxBytes);
+}
+
+/**
+ * The common case, a plain JSON body with a Content-Length: read as text by Bun natively and
+ * parsed, without a copy into bytes and a second UTF-8 decode. Returns undefined when the body
+ * needs the general path (binary extension, compression, chunked).
+ */
+export async function readPlainJson(request: Request, maxBytes: number): Promise<SplitBody | undefined> {
+  const headers = request.headers;
+  const declared = headers.get("content-length");
+  if (declared === null || headers.get("inference-header-content-length") !== null) return undefined;
+  const encoding = headers.get("content-encoding");
+  if (encoding !== null && encoding !== "identity") return undefined;
+  const length = Number(declared);
+  if (length > maxBytes) throw tooLarge(length, maxBytes);
+  const text = await request.text();
+  return { header: parseJsonLenient(text, "request body"), binary: EMPTY, headerBytes: length };
+}
+
+const EMPTY = new Uint8Array(0);
+
+async function readBodyBytes(request: Request, declared: string | null, maxBytes: number): Promise<Uint8Array> {
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(Number(declared), maxBytes);
   let bytes: Uint8Array;
   if (declared !== null || !request.body) {
@@ -73,7 +98,7 @@ function tooLarge(size: number, maxBytes: number, atLeast = false): HttpError {
  */
 export function splitBody(headerLength: string | null, bytes: Uint8Array): SplitBody {
   if (headerLength === null) {
-    return { header: parseJsonLenient(decodeText(bytes), "request body"), binary: bytes.subarray(bytes.byteLength) };
+    return { header: parseJsonLenient(decodeText(bytes), "request body"), binary: EMPTY, headerBytes: bytes.byteLength };
   }
   const trimmed = headerLength.trim();
   if (!/^\d+$/.test(trimmed)) {
@@ -87,6 +112,7 @@ export function splitBody(headerLength: string | null, bytes: Uint8Array): Split
   return {
     header: parseJsonLenient(decodeText(bytes.subarray(0, length)), "request header"),
     binary: bytes.subarray(length),
+    headerBytes: length,
   };
 }
 

@@ -18,7 +18,14 @@ export function inferController(service: InferService) {
       { "application/json": InferRequestBody, "application/octet-stream": { type: "string", format: "binary" } },
     ),
   };
-  const response = { 200: InferResponseBody, 400: ErrorBody, 404: ErrorBody, 413: ErrorBody, 429: ErrorBody, 503: ErrorBody };
+  const response = {
+    200: InferResponseBody,
+    400: ErrorBody,
+    404: ErrorBody,
+    413: ErrorBody,
+    429: ErrorBody,
+    503: ErrorBody,
+  };
   return new Elysia({ name: "xlaserve.infer" })
     .post("/v2/models/:model/infer", ({ request, params }) => service.handle(request, params.model, undefined), {
       parse: "none",

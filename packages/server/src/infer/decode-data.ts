@@ -1,4 +1,11 @@
-import { type DType, type HostTypedArray, allocTyped, kserveName, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
+import {
+  type DType,
+  type HostTypedArray,
+  allocTyped,
+  kserveName,
+  numberToBf16Bits,
+  numberToF16Bits,
+} from "@xlaserve/core";
 import { badRequest } from "../http-error.ts";
 
 /**
@@ -23,7 +30,9 @@ export function decodeJsonData(
   // Each JSON element takes at least two characters, so a shape asking for more elements than
   // the text could hold is wrong; checked before allocating so a huge shape cannot exhaust memory.
   if (count > maxElements) {
-    throw badRequest(`${label}: shape [${shape.join(", ")}] needs ${count} elements, more than the request's data holds`);
+    throw badRequest(
+      `${label}: shape [${shape.join(", ")}] needs ${count} elements, more than the request's data holds`,
+    );
   }
   const out = allocTyped(dtype, count);
   const writer = writerFor(label, dtype, out);
@@ -137,7 +146,11 @@ function writerFor(label: string, dtype: DType, out: HostTypedArray): LeafWriter
           checkInteger(v, offset + i, name, fail);
           if ((v as number) < min) fail(v, offset + i, `is out of range for ${name}`);
           if (!Number.isSafeInteger(v)) {
-            fail(v, offset + i, `is beyond +-2^53, which JSON numbers cannot carry exactly; send ${name} as binary data`);
+            fail(
+              v,
+              offset + i,
+              `is beyond +-2^53, which JSON numbers cannot carry exactly; send ${name} as binary data`,
+            );
           }
           target[offset + i] = BigInt(v as number);
         }

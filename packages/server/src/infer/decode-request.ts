@@ -100,7 +100,8 @@ export function decodeInferRequest(
 function checkDatatype(label: string, spec: TensorSpec, datatype: string): DType {
   const dtype = dtypeFromKserve(datatype);
   if (dtype === undefined) {
-    if (datatype === "BYTES") throw badRequest(`${label}: datatype BYTES is not supported; the model takes ${kserveName(spec.dtype)}`);
+    if (datatype === "BYTES")
+      throw badRequest(`${label}: datatype BYTES is not supported; the model takes ${kserveName(spec.dtype)}`);
     throw badRequest(`${label}: unknown datatype "${datatype}"; the model takes ${kserveName(spec.dtype)}`);
   }
   if (dtype !== spec.dtype) {
@@ -134,7 +135,9 @@ function checkShape(label: string, spec: TensorSpec, shape: readonly number[], m
     if (dim.kind === "batch") {
       if (size === 0) throw badRequest(`${label}: batch size 0 (shape ${shown}); a request needs at least one item`);
       if (size > maxBatch) {
-        throw badRequest(`${label}: batch size ${size} (shape ${shown}) exceeds the model's maximum batch size ${maxBatch}`);
+        throw badRequest(
+          `${label}: batch size ${size} (shape ${shown}) exceeds the model's maximum batch size ${maxBatch}`,
+        );
       }
       batch = size;
     }

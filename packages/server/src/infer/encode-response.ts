@@ -9,6 +9,7 @@ import {
 import type { OutputPlan } from "./decode-request.ts";
 
 const encoder = new TextEncoder();
+const JSON_INIT: ResponseInit = { headers: { "content-type": "application/json" } };
 
 export interface ResponseHead {
   readonly modelName: string;
@@ -49,7 +50,7 @@ export function encodeInferResponse(
   }
   json += "]}";
   if (binaryParts.length === 0) {
-    return new Response(json, { headers: { "content-type": "application/json" } });
+    return new Response(json, JSON_INIT);
   }
   const header = encoder.encode(json);
   const body = new Uint8Array(header.byteLength + binaryBytes);

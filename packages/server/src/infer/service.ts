@@ -4,7 +4,7 @@ import type { ModelRegistryView } from "../contract.ts";
 import { findModel } from "../metadata/service.ts";
 import { HttpError, errorResponse, statusForCode } from "../http-error.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { readBody, splitBody } from "./body.ts";
+import { readBody, readPlainJson, splitBody } from "./body.ts";
 import { decodeInferRequest } from "./decode-request.ts";
 import { encodeInferResponse } from "./encode-response.ts";
 import { checkEnvelope } from "./envelope.ts";
@@ -33,12 +33,13 @@ export class InferService {
       const model = findModel(this.options.registry, modelName, version);
       label = model.name;
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
-      const bytes = await readBody(request, this.options.maxBodyBytes);
-      const split = splitBody(request.headers.get("inference-header-content-length"), bytes);
+      const { maxBodyBytes } = this.options;
+      const split =
+        (await readPlainJson(request, maxBodyBytes)) ??
+        splitBody(request.headers.get("inference-header-content-length"), await readBody(request, maxBodyBytes));
       const body = checkEnvelope(split.header);
       id = body.id;
-      const headerBytes = bytes.byteLength - split.binary.byteLength;
-      const decoded = decodeInferRequest(model, body, split.binary, headerBytes);
+      const decoded = decodeInferRequest(model, body, split.binary, split.headerBytes);
       const results = await model.infer({ id: decoded.id, inputs: decoded.inputs, signal: request.signal });
       response = encodeInferResponse(
         { modelName: model.name, modelVersion: model.version, id: decoded.id },
@@ -55,12 +56,13 @@ export class InferService {
     const status = String(response.status);
     metrics.requests.inc({ model: label, status });
     metrics.requestLatency.observe({ model: label }, seconds);
-    const fields = { model: modelName, version, status: response.status, ms: round(seconds * 1000), id };
-    if (failure === undefined) logger.debug("infer", fields);
-    else logger.warn("infer failed", { ...fields, error: failure });
+    if (failure !== undefined) {
+      logger.warn("infer failed", { model: modelName, version, status: response.status, ms: round(seconds * 1000), id, error: failure });
+    } else if (logger.level === "debug") {
+      logger.debug("infer", { model: modelName, version, status: response.status, ms: round(seconds * 1000), id });
+    }
     return response;
   }
-
 }
 
 export function statusOf(error: unknown): number {

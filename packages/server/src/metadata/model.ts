@@ -25,3 +25,18 @@ export const ModelMetadata = t.Object({
 });
 
 export const ModelReady = t.Object({ name: t.String(), ready: t.Boolean(), error: t.Optional(t.String()) });
+
+const ConfigTensor = t.Object({ name: t.String(), data_type: t.String(), dims: t.Array(t.Integer()) });
+
+export const ModelConfig = t.Object(
+  {
+    name: t.String(),
+    platform: t.String(),
+    backend: t.String(),
+    max_batch_size: t.Integer(),
+    input: t.Array(ConfigTensor),
+    output: t.Array(ConfigTensor),
+    version_policy: t.Object({ specific: t.Object({ versions: t.Array(t.String()) }) }),
+  },
+  { description: "Triton model configuration (the subset xlaserve can state)" },
+);

@@ -3,7 +3,12 @@ import type { ModelRegistryView, ServedModel } from "../contract.ts";
 import { clientShape } from "../infer/model-index.ts";
 
 /** The extensions this HTTP layer implements; the registry may add its own. */
-export const SERVER_EXTENSIONS = ["binary_tensor_data", "model_repository", "statistics"] as const;
+export const SERVER_EXTENSIONS = [
+  "binary_tensor_data",
+  "model_repository",
+  "statistics",
+  "model_configuration",
+] as const;
 
 export function serverMetadata(registry: ModelRegistryView) {
   const info = registry.serverInfo();
@@ -41,5 +46,33 @@ export function modelMetadata(model: ServedModel) {
       max_batch_size: model.maxBatchSize,
       ...model.extra(),
     },
+  };
+}
+
+/**
+ * Triton's model configuration extension (GET .../config), which perf_analyzer and Triton's
+ * clients read for max_batch_size and dims. Triton's dims leave out the batch axis when
+ * max_batch_size > 0, which it can only do when that axis comes first; otherwise the model is
+ * shown as non-batching with -1 where the batch goes.
+ */
+export function modelConfig(model: ServedModel) {
+  const batchFirst = [...model.inputs, ...model.outputs].every((s) => s.batchAxis === null || s.batchAxis === 0);
+  const maxBatch = batchFirst && model.inputs.some((s) => s.batchAxis === 0) ? model.maxBatchSize : 0;
+  const tensor = (spec: TensorSpec) => {
+    const shape = clientShape(spec);
+    return {
+      name: spec.name,
+      data_type: `TYPE_${kserveName(spec.dtype)}`,
+      dims: maxBatch > 0 && spec.batchAxis === 0 ? shape.slice(1) : shape,
+    };
+  };
+  return {
+    name: model.name,
+    platform: model.platform,
+    backend: model.platform,
+    max_batch_size: maxBatch,
+    input: model.inputs.map(tensor),
+    output: model.outputs.map(tensor),
+    version_policy: { specific: { versions: [model.version] } },
   };
 }

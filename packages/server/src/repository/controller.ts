@@ -22,7 +22,9 @@ export function repositoryController(registry: ModelRegistryView, authToken: str
     // read from the repository folder, so those overrides are refused rather than ignored.
     for (const key of Object.keys(body?.parameters ?? {})) {
       if (key === "config" || key.startsWith("file:")) {
-        throw badRequest(`parameters.${key}: overriding a model's config or files is not supported; change the bundle instead`);
+        throw badRequest(
+          `parameters.${key}: overriding a model's config or files is not supported; change the bundle instead`,
+        );
       }
     }
     logger.info(`repository ${action}`, { model: name });

@@ -2,7 +2,7 @@ import { t } from "elysia";
 
 export const IndexRequest = t.Object(
   { ready: t.Optional(t.Boolean({ error: "ready must be true or false" })) },
-  { additionalProperties: true, error: "the index request must be a JSON object such as {\"ready\": true}" },
+  { additionalProperties: true, error: 'the index request must be a JSON object such as {"ready": true}' },
 );
 
 export const IndexEntry = t.Object({
@@ -10,6 +10,7 @@ export const IndexEntry = t.Object({
   version: t.String(),
   state: t.Union([t.Literal("READY"), t.Literal("LOADING"), t.Literal("UNLOADING"), t.Literal("UNAVAILABLE")]),
   reason: t.String(),
+  extra: t.Optional(t.Record(t.String(), t.Unknown())),
 });
 
 export const IndexResponse = t.Array(IndexEntry);

@@ -19,14 +19,25 @@ function weights(count: number, seed: number): Float32Array {
   return w;
 }
 
-function dense(x: Float32Array, rows: number, inDim: number, w: Float32Array, outDim: number, relu: boolean): Float32Array {
+function dense(
+  x: Float32Array,
+  rows: number,
+  inDim: number,
+  w: Float32Array,
+  outDim: number,
+  relu: boolean,
+): Float32Array {
+  // Row of x times w, accumulated along w's contiguous rows (the cache-friendly order).
   const y = new Float32Array(rows * outDim);
   for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outDim; o++) {
-      let acc = 0;
-      for (let i = 0; i < inDim; i++) acc += (x[r * inDim + i] as number) * (w[i * outDim + o] as number);
-      y[r * outDim + o] = relu && acc < 0 ? 0 : acc;
+    const yr = y.subarray(r * outDim, (r + 1) * outDim);
+    for (let i = 0; i < inDim; i++) {
+      const xi = x[r * inDim + i] as number;
+      if (xi === 0) continue;
+      const base = i * outDim;
+      for (let o = 0; o < outDim; o++) yr[o] = (yr[o] as number) + xi * (w[base + o] as number);
     }
+    if (relu) for (let o = 0; o < outDim; o++) if ((yr[o] as number) < 0) yr[o] = 0;
   }
   return y;
 }

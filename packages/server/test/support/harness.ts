@@ -4,6 +4,10 @@ import { Metrics } from "../../src/metrics/metrics.ts";
 import { startServer } from "../../src/start.ts";
 import { TestRegistry } from "./test-registry.ts";
 
+/** Parsed JSON bodies: tests probe them by shape with expect(), so they stay untyped. */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export type Json = any;
+
 export interface Harness {
   readonly url: string;
   readonly registry: TestRegistry;
@@ -40,9 +44,15 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 }
 
 /** JSON.parse that also reads the NaN / Infinity literals the server writes for non-finite floats. */
-export function parseLenient(text: string): any {
-  return JSON.parse(text.replace(/(?<=[\[,])(-?Infinity|NaN)(?=[\],])/g, '"$1"'), (_k, v) =>
-    v === "NaN" ? Number.NaN : v === "Infinity" ? Number.POSITIVE_INFINITY : v === "-Infinity" ? Number.NEGATIVE_INFINITY : v,
+export function parseLenient(text: string): Json {
+  return JSON.parse(text.replace(/(?<=[[,])(-?Infinity|NaN)(?=[\],])/g, '"$1"'), (_k, v) =>
+    v === "NaN"
+      ? Number.NaN
+      : v === "Infinity"
+        ? Number.POSITIVE_INFINITY
+        : v === "-Infinity"
+          ? Number.NEGATIVE_INFINITY
+          : v,
   );
 }
 
@@ -61,7 +71,7 @@ export function binaryBody(header: unknown, parts: Uint8Array[]): { body: Uint8A
 }
 
 /** Splits a binary-extension response into its JSON header and binary section. */
-export async function readBinaryResponse(response: Response): Promise<{ header: any; binary: Uint8Array }> {
+export async function readBinaryResponse(response: Response): Promise<{ header: Json; binary: Uint8Array }> {
   const bytes = new Uint8Array(await response.arrayBuffer());
   const length = Number(response.headers.get("inference-header-content-length") ?? bytes.byteLength);
   return { header: JSON.parse(new TextDecoder().decode(bytes.subarray(0, length))), binary: bytes.subarray(length) };

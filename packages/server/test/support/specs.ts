@@ -10,12 +10,15 @@ export function spec(name: string, dtype: DType, shape: readonly number[]): Tens
   const dims = shape.map((size, axis) => ({
     kind: size >= 0 ? ("fixed" as const) : axis === batchAxis ? ("batch" as const) : ("variable" as const),
     size,
-    letter: axis === batchAxis ? "n" : "abcdefgh"[axis] ?? "z",
+    letter: axis === batchAxis ? "n" : ("abcdefgh"[axis] ?? "z"),
   }));
   return {
     name,
     dtype,
-    letters: dims.map((d) => d.letter).reverse().join(""),
+    letters: dims
+      .map((d) => d.letter)
+      .reverse()
+      .join(""),
     dims,
     batchAxis: batchAxis >= 0 ? batchAxis : null,
   };

@@ -104,7 +104,8 @@ export function affineModel(): FunctionModel {
       for (let i = 0; i < xs.length; i++) y[i] = 2 * (xs[i] as number) + 1;
       const rows = x.shape[0] as number;
       const sums = new Float64Array(rows);
-      for (let r = 0; r < rows; r++) for (let c = 0; c < 4; c++) sums[r] = (sums[r] as number) + (y[r * 4 + c] as number);
+      for (let r = 0; r < rows; r++)
+        for (let c = 0; c < 4; c++) sums[r] = (sums[r] as number) + (y[r * 4 + c] as number);
       return new Map([
         ["y", { dtype: "f32", shape: [rows, 4], data: y }],
         ["row_sum", { dtype: "f64", shape: [rows], data: sums }],

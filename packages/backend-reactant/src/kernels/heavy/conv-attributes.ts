@@ -57,7 +57,8 @@ export interface ConvGeometry {
 const OP = "convolution";
 
 function positive(what: string, values: readonly number[]): void {
-  for (const v of values) if (!Number.isInteger(v) || v < 1) throw invalid(OP, `${what} must be positive integers, got [${values}]`);
+  for (const v of values)
+    if (!Number.isInteger(v) || v < 1) throw invalid(OP, `${what} must be positive integers, got [${values}]`);
 }
 
 export function convGeometry(lhs: NDArray, rhs: NDArray, attrs: ConvAttributes): ConvGeometry {
@@ -89,26 +90,34 @@ export function convGeometry(lhs: NDArray, rhs: NDArray, attrs: ConvAttributes):
   const batchGroups = attrs.batchGroupCount ?? 1;
   positive("feature_group_count", [featureGroups]);
   positive("batch_group_count", [batchGroups]);
-  if (featureGroups > 1 && batchGroups > 1) throw invalid(OP, "feature_group_count and batch_group_count cannot both exceed 1");
+  if (featureGroups > 1 && batchGroups > 1)
+    throw invalid(OP, "feature_group_count and batch_group_count cannot both exceed 1");
 
   const dim = (a: NDArray, axis: number) => a.shape[axis] as number;
   const batch = dim(lhs, d.inputBatch);
   const inChannels = dim(lhs, d.inputFeature);
   const kernelIn = dim(rhs, d.kernelInputFeature);
   const outChannels = dim(rhs, d.kernelOutputFeature);
-  if (inChannels % featureGroups !== 0) throw invalid(OP, `input features ${inChannels} not divisible by feature_group_count ${featureGroups}`);
+  if (inChannels % featureGroups !== 0)
+    throw invalid(OP, `input features ${inChannels} not divisible by feature_group_count ${featureGroups}`);
   if (kernelIn * featureGroups !== inChannels)
-    throw invalid(OP, `kernel input features ${kernelIn} x feature_group_count ${featureGroups} != input features ${inChannels}`);
+    throw invalid(
+      OP,
+      `kernel input features ${kernelIn} x feature_group_count ${featureGroups} != input features ${inChannels}`,
+    );
   const groups = Math.max(featureGroups, batchGroups);
-  if (outChannels % groups !== 0) throw invalid(OP, `kernel output features ${outChannels} not divisible by group count ${groups}`);
-  if (batch % batchGroups !== 0) throw invalid(OP, `input batch ${batch} not divisible by batch_group_count ${batchGroups}`);
+  if (outChannels % groups !== 0)
+    throw invalid(OP, `kernel output features ${outChannels} not divisible by group count ${groups}`);
+  if (batch % batchGroups !== 0)
+    throw invalid(OP, `input batch ${batch} not divisible by batch_group_count ${batchGroups}`);
 
   const inSpatial = d.inputSpatial.map((a) => dim(lhs, a));
   const kernelSpatial = d.kernelSpatial.map((a) => dim(rhs, a));
   const padLow = padding.map((p) => p[0]);
   const outSpatial = inSpatial.map((size, i) => {
     const dilatedIn = size === 0 ? 0 : (size - 1) * (lhsDilation[i] as number) + 1;
-    const padded = dilatedIn + (padding[i] as readonly [number, number])[0] + (padding[i] as readonly [number, number])[1];
+    const padded =
+      dilatedIn + (padding[i] as readonly [number, number])[0] + (padding[i] as readonly [number, number])[1];
     const window = ((kernelSpatial[i] as number) - 1) * (rhsDilation[i] as number) + 1;
     if ((kernelSpatial[i] as number) === 0 || padded < window) return 0;
     return Math.floor((padded - window) / (strides[i] as number)) + 1;

@@ -6,7 +6,15 @@
  * backend); integers, i1 and complex multiply the same im2col matrices through dotGeneral's
  * exact paths.
  */
-import { type ElemType, type NDArray, type TypedArray, alloc, isComplexType, isFloatType, slotsPerElement } from "../../array.ts";
+import {
+  type ElemType,
+  type NDArray,
+  type TypedArray,
+  alloc,
+  isComplexType,
+  isFloatType,
+  slotsPerElement,
+} from "../../array.ts";
 import { gemm } from "../../blas/index.ts";
 import { type ConvAttributes, type ConvGeometry, convGeometry } from "./conv-attributes.ts";
 import { dotGeneral } from "./dot-general.ts";
@@ -23,7 +31,12 @@ const OP = "convolution";
 const CHUNK_ELEMENTS = 1 << 20;
 
 /** convolution(lhs, rhs) with the given attributes; `resultType` defaults to the lhs type. */
-export function convolution(lhs: NDArray, rhs: NDArray, attrs: ConvAttributes, resultType: ElemType = lhs.type): NDArray {
+export function convolution(
+  lhs: NDArray,
+  rhs: NDArray,
+  attrs: ConvAttributes,
+  resultType: ElemType = lhs.type,
+): NDArray {
   const g = convGeometry(lhs, rhs, attrs);
   if (product(g.resultShape) === 0) return alloc(resultType, g.resultShape);
   if (isF8(lhs.type) || isF8(rhs.type) || isF8(resultType)) throw unsupported(OP, "f8 element types are not supported");
@@ -32,20 +45,28 @@ export function convolution(lhs: NDArray, rhs: NDArray, attrs: ConvAttributes, r
   const rhsPerm = [...d.kernelSpatial, d.kernelInputFeature, d.kernelOutputFeature];
   const kernelShape = rhsPerm.map((a) => rhs.shape[a] as number);
   const reversedAxes = g.reversal.flatMap((r, i) => (r ? [i] : []));
-  const canonical = (data: TypedArray, a: NDArray, perm: number[], slots: number) => permuteData(data, a.shape, perm, slots);
+  const canonical = (data: TypedArray, a: NDArray, perm: number[], slots: number) =>
+    permuteData(data, a.shape, perm, slots);
 
   let outCanonical: TypedArray;
   const realFloat = isFloatType(resultType) && !isComplexType(lhs.type) && !isComplexType(rhs.type);
   if (realFloat) {
     const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
-    const input = canonical(inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), lhs, lhsPerm, 1) as Float32Array | Float64Array;
+    const input = canonical(inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), lhs, lhsPerm, 1) as
+      | Float32Array
+      | Float64Array;
     const kernelData = canonical(inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), rhs, rhsPerm, 1);
     const kernel = reverseAxes(kernelData, kernelShape, reversedAxes) as Float32Array | Float64Array;
     outCanonical = floatConvolution(g, input, kernel);
   } else {
     const slots = slotsPerElement(lhs.type);
     const input = canonical(lhs.data, lhs, lhsPerm, slots);
-    const kernel = reverseAxes(canonical(rhs.data, rhs, rhsPerm, slotsPerElement(rhs.type)), kernelShape, reversedAxes, slotsPerElement(rhs.type));
+    const kernel = reverseAxes(
+      canonical(rhs.data, rhs, rhsPerm, slotsPerElement(rhs.type)),
+      kernelShape,
+      reversedAxes,
+      slotsPerElement(rhs.type),
+    );
     outCanonical = exactConvolution(g, lhs.type, input, rhs.type, kernel, resultType);
   }
   const outPerm = new Array<number>(g.spatialRank + 2);
@@ -76,7 +97,11 @@ function isPointwise(g: ConvGeometry): boolean {
   return true;
 }
 
-function floatConvolution(g: ConvGeometry, input: Float32Array | Float64Array, kernel: Float32Array | Float64Array): Float32Array | Float64Array {
+function floatConvolution(
+  g: ConvGeometry,
+  input: Float32Array | Float64Array,
+  kernel: Float32Array | Float64Array,
+): Float32Array | Float64Array {
   const positions = product(g.outSpatial);
   const taps = product(g.kernelSpatial);
   const depth = taps * g.groupInChannels;
@@ -168,9 +193,21 @@ function exactConvolution(
     const rhs: NDArray = { type: kernelType, shape: [depth, Og], data: groupKernel };
     for (let n = 0; n < g.outBatch; n++) {
       const col = sameKind(input, positions * depth * inSlots);
-      im2col(g, tables, { data: input, slots: inSlots, ...groupSource(g, group, n), channelCount: g.groupInChannels }, 0, positions, col);
+      im2col(
+        g,
+        tables,
+        { data: input, slots: inSlots, ...groupSource(g, group, n), channelCount: g.groupInChannels },
+        0,
+        positions,
+        col,
+      );
       const lhs: NDArray = { type: inputType, shape: [positions, depth], data: col };
-      const product2 = dotGeneral(lhs, rhs, { lhsBatch: [], rhsBatch: [], lhsContracting: [1], rhsContracting: [0] }, resultType);
+      const product2 = dotGeneral(
+        lhs,
+        rhs,
+        { lhsBatch: [], rhsBatch: [], lhsContracting: [1], rhsContracting: [0] },
+        resultType,
+      );
       for (let p = 0; p < positions; p++) {
         const to = ((n * positions + p) * O + group * Og) * outSlots;
         out.set(product2.data.subarray(p * Og * outSlots, (p + 1) * Og * outSlots) as never, to);

@@ -3,7 +3,15 @@
  * GEMM's transpose flags absorb the common x @ W^T case) into [batch, M, K] x [batch, K, N],
  * then each batch is one GEMM. Result axes are [batch..., lhs free..., rhs free...].
  */
-import { type ElemType, type NDArray, allocData, elementCount, isComplexType, isFloatType, isIntegerType } from "../../array.ts";
+import {
+  type ElemType,
+  type NDArray,
+  allocData,
+  elementCount,
+  isComplexType,
+  isFloatType,
+  isIntegerType,
+} from "../../array.ts";
 import { gemm } from "../../blas/index.ts";
 import { toBigInts, toFloat32, toFloat64, toInt32Bits, fromFloats, isF8 } from "./element-io.ts";
 import { checkAxes, invalid, unsupported } from "./errors.ts";
@@ -36,7 +44,8 @@ function freeAxes(rank: number, used: readonly number[]): number[] {
 
 function planDot(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotPlan {
   const { lhsBatch, rhsBatch, lhsContracting, rhsContracting } = dims;
-  if (lhsBatch.length !== rhsBatch.length) throw invalid(OP, "lhs and rhs batch dimension lists differ in length", { dims });
+  if (lhsBatch.length !== rhsBatch.length)
+    throw invalid(OP, "lhs and rhs batch dimension lists differ in length", { dims });
   if (lhsContracting.length !== rhsContracting.length)
     throw invalid(OP, "lhs and rhs contracting dimension lists differ in length", { dims });
   checkAxes(OP, "lhs batch+contracting dimensions", [...lhsBatch, ...lhsContracting], lhs.shape.length);
@@ -44,11 +53,17 @@ function planDot(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotPlan
   const sizeOf = (a: NDArray, axis: number) => a.shape[axis] as number;
   lhsBatch.forEach((l, i) => {
     if (sizeOf(lhs, l) !== sizeOf(rhs, rhsBatch[i] as number))
-      throw invalid(OP, `batch dimension ${i} has size ${sizeOf(lhs, l)} in lhs but ${sizeOf(rhs, rhsBatch[i] as number)} in rhs`);
+      throw invalid(
+        OP,
+        `batch dimension ${i} has size ${sizeOf(lhs, l)} in lhs but ${sizeOf(rhs, rhsBatch[i] as number)} in rhs`,
+      );
   });
   lhsContracting.forEach((l, i) => {
     if (sizeOf(lhs, l) !== sizeOf(rhs, rhsContracting[i] as number))
-      throw invalid(OP, `contracting dimension ${i} has size ${sizeOf(lhs, l)} in lhs but ${sizeOf(rhs, rhsContracting[i] as number)} in rhs`);
+      throw invalid(
+        OP,
+        `contracting dimension ${i} has size ${sizeOf(lhs, l)} in lhs but ${sizeOf(rhs, rhsContracting[i] as number)} in rhs`,
+      );
   });
   const lhsFree = freeAxes(lhs.shape.length, [...lhsBatch, ...lhsContracting]);
   const rhsFree = freeAxes(rhs.shape.length, [...rhsBatch, ...rhsContracting]);
@@ -69,7 +84,12 @@ function planDot(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotPlan
  * dot_general(lhs, rhs) with the given dimension numbers. `resultType` is the op's result
  * element type (preferred_element_type); it defaults to the lhs type.
  */
-export function dotGeneral(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers, resultType: ElemType = lhs.type): NDArray {
+export function dotGeneral(
+  lhs: NDArray,
+  rhs: NDArray,
+  dims: DotDimensionNumbers,
+  resultType: ElemType = lhs.type,
+): NDArray {
   const plan = planDot(lhs, rhs, dims);
   const orient = (a: NDArray, data: NDArray["data"], slots: number, isLhs: boolean) =>
     isLhs
@@ -80,7 +100,8 @@ export function dotGeneral(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers
     return { type: resultType, shape: plan.resultShape, data: complexDot(lhs, rhs, plan, orient, resultType) };
   }
   if (isFloatType(resultType)) {
-    if (isComplexType(lhs.type) || isComplexType(rhs.type)) throw unsupported(OP, "complex operands need a complex result type");
+    if (isComplexType(lhs.type) || isComplexType(rhs.type))
+      throw unsupported(OP, "complex operands need a complex result type");
     const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
     const a = orient(lhs, inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), 1, true);
     const b = orient(rhs, inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), 1, false);
@@ -123,12 +144,25 @@ function batchedGemm(plan: DotPlan, a: Oriented, b: Oriented, c: Float32Array | 
 
 type OrientFn = (a: NDArray, data: NDArray["data"], slots: number, isLhs: boolean) => Oriented;
 
-/** Complex product from four real GEMMs in f64: (Ar + iAi)(Br + iBi). */
-function complexDot(lhs: NDArray, rhs: NDArray, plan: DotPlan, orient: OrientFn, resultType: ElemType): Float32Array | Float64Array {
+/**
+ * Complex product from four real GEMMs: (Ar + iAi)(Br + iBi). c64 results are computed in f32
+ * like XLA does (f64 accumulation would be more exact but disagree with XLA's answers by more
+ * than rounding); c128 in f64.
+ */
+function complexDot(
+  lhs: NDArray,
+  rhs: NDArray,
+  plan: DotPlan,
+  orient: OrientFn,
+  resultType: ElemType,
+): Float32Array | Float64Array {
+  const wide = resultType === "c128";
+  const make = (n: number) =>
+    wide ? new Float64Array(new ArrayBuffer(n * 8)) : new Float32Array(new ArrayBuffer(n * 4));
   const split = (a: NDArray, isLhs: boolean): [Oriented, Oriented] => {
     const n = elementCount(a.shape);
-    const re = new Float64Array(new ArrayBuffer(n * 8));
-    const im = new Float64Array(new ArrayBuffer(n * 8));
+    const re = make(n);
+    const im = make(n);
     if (isComplexType(a.type)) {
       for (let i = 0; i < n; i++) {
         re[i] = a.data[2 * i] as number;
@@ -140,14 +174,14 @@ function complexDot(lhs: NDArray, rhs: NDArray, plan: DotPlan, orient: OrientFn,
   const [ar, ai] = split(lhs, true);
   const [br, bi] = split(rhs, false);
   const count = plan.batch * plan.m * plan.n;
-  const re = new Float64Array(new ArrayBuffer(count * 8));
-  const im = new Float64Array(new ArrayBuffer(count * 8));
+  const re = make(count);
+  const im = make(count);
   const negAi: Oriented = { data: (ai.data as Float64Array).map((v) => -v), transposed: ai.transposed };
   batchedGemm(plan, ar, br, re, 0);
   batchedGemm(plan, negAi, bi, re, 1);
   batchedGemm(plan, ar, bi, im, 0);
   batchedGemm(plan, ai, br, im, 1);
-  const out = resultType === "c64" ? new Float32Array(2 * count) : new Float64Array(2 * count);
+  const out = make(2 * count);
   for (let i = 0; i < count; i++) {
     out[2 * i] = re[i] as number;
     out[2 * i + 1] = im[i] as number;
@@ -160,7 +194,13 @@ function complexDot(lhs: NDArray, rhs: NDArray, plan: DotPlan, orient: OrientFn,
  * 2^32, so narrower types wrap correctly when stored), 64-bit results in BigInt. i1 results
  * use AND for the product and OR for the sum, as XLA does for PRED.
  */
-function integerDot(lhs: NDArray, rhs: NDArray, plan: DotPlan, orient: OrientFn, resultType: ElemType): NDArray["data"] {
+function integerDot(
+  lhs: NDArray,
+  rhs: NDArray,
+  plan: DotPlan,
+  orient: OrientFn,
+  resultType: ElemType,
+): NDArray["data"] {
   const { batch, m, n, k } = plan;
   const out = allocData(resultType, batch * m * n);
   const wide = resultType === "i64" || resultType === "ui64";
@@ -180,20 +220,25 @@ function integerDot(lhs: NDArray, rhs: NDArray, plan: DotPlan, orient: OrientFn,
           const ad = a.data as BigInt64Array;
           const bd = b.data as BigInt64Array;
           let acc = 0n;
-          for (let kk = 0; kk < k; kk++) acc += (ad[aBase + i * aRow + kk * aCol] as bigint) * (bd[bBase + kk * bRow + j * bCol] as bigint);
+          for (let kk = 0; kk < k; kk++)
+            acc += (ad[aBase + i * aRow + kk * aCol] as bigint) * (bd[bBase + kk * bRow + j * bCol] as bigint);
           (out as BigInt64Array)[target] = BigInt.asIntN(64, acc);
         } else if (resultType === "i1") {
           const ad = a.data as Int32Array;
           const bd = b.data as Int32Array;
           let acc = 0;
-          for (let kk = 0; kk < k && acc === 0; kk++) if (ad[aBase + i * aRow + kk * aCol] && bd[bBase + kk * bRow + j * bCol]) acc = 1;
+          for (let kk = 0; kk < k && acc === 0; kk++)
+            if (ad[aBase + i * aRow + kk * aCol] && bd[bBase + kk * bRow + j * bCol]) acc = 1;
           out[target] = acc;
         } else {
           const ad = a.data as Int32Array;
           const bd = b.data as Int32Array;
           let acc = 0;
           for (let kk = 0; kk < k; kk++)
-            acc = (acc + Math.imul(ad[aBase + i * aRow + kk * aCol] as number, bd[bBase + kk * bRow + j * bCol] as number)) | 0;
+            acc =
+              (acc +
+                Math.imul(ad[aBase + i * aRow + kk * aCol] as number, bd[bBase + kk * bRow + j * bCol] as number)) |
+              0;
           out[target] = acc;
         }
       }

@@ -127,4 +127,3 @@ export function scalarWriter(array: { type: ElemType; data: TypedArray }): Scala
 export function copyData(array: NDArray): TypedArray {
   return array.data.slice() as TypedArray;
 }
-

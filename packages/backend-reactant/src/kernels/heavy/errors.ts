@@ -15,7 +15,8 @@ export function unsupported(op: string, message: string, details: Record<string,
 export function checkAxes(op: string, what: string, dims: readonly number[], rank: number): void {
   const seen = new Set<number>();
   for (const d of dims) {
-    if (!Number.isInteger(d) || d < 0 || d >= rank) throw invalid(op, `${what} has axis ${d} outside rank ${rank}`, { [what]: dims });
+    if (!Number.isInteger(d) || d < 0 || d >= rank)
+      throw invalid(op, `${what} has axis ${d} outside rank ${rank}`, { [what]: dims });
     if (seen.has(d)) throw invalid(op, `${what} repeats axis ${d}`, { [what]: dims });
     seen.add(d);
   }

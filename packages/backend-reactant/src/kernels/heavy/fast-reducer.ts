@@ -41,8 +41,10 @@ function bigOp(kind: ReducerKind): BigOp | null {
     case "mul":
       return (a, b) => a * b;
     case "max":
+      // biome-ignore lint/complexity/useMathMinMax: bigint operands; Math.max throws on them
       return (a, b) => (a > b ? a : b);
     case "min":
+      // biome-ignore lint/complexity/useMathMinMax: bigint operands; Math.min throws on them
       return (a, b) => (a < b ? a : b);
     case "and":
       return (a, b) => a & b;

@@ -23,7 +23,8 @@ interface Complex {
 export function fft(operand: NDArray, fftType: FftType, fftLength: readonly number[]): NDArray {
   const rank = operand.shape.length;
   const L = fftLength.length;
-  if (L < 1 || L > 3 || L > rank) throw invalid(OP, `fft_length must have 1 to 3 entries, at most the rank ${rank}`, { fftLength });
+  if (L < 1 || L > 3 || L > rank)
+    throw invalid(OP, `fft_length must have 1 to 3 entries, at most the rank ${rank}`, { fftLength });
   const trailing = operand.shape.slice(rank - L);
   const lastAxis = rank - 1;
   const n = fftLength[L - 1] as number;
@@ -34,9 +35,11 @@ export function fft(operand: NDArray, fftType: FftType, fftLength: readonly numb
   const outType: ElemType = fftType === "IRFFT" ? (wide ? "f64" : "f32") : wide ? "c128" : "c64";
   const expectLast = fftType === "IRFFT" ? Math.floor(n / 2) + 1 : n;
   for (let i = 0; i < L - 1; i++) {
-    if (trailing[i] !== fftLength[i]) throw invalid(OP, `axis ${rank - L + i} has size ${trailing[i]}, fft_length says ${fftLength[i]}`);
+    if (trailing[i] !== fftLength[i])
+      throw invalid(OP, `axis ${rank - L + i} has size ${trailing[i]}, fft_length says ${fftLength[i]}`);
   }
-  if (trailing[L - 1] !== expectLast) throw invalid(OP, `last axis has size ${trailing[L - 1]}, ${fftType} of length ${n} needs ${expectLast}`);
+  if (trailing[L - 1] !== expectLast)
+    throw invalid(OP, `last axis has size ${trailing[L - 1]}, ${fftType} of length ${n} needs ${expectLast}`);
 
   const data = split(operand);
   const axes = [...Array(L).keys()].map((i) => rank - L + i);

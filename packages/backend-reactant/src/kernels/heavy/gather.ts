@@ -6,6 +6,7 @@
  */
 import { type NDArray, alloc, slotsPerElement, strides } from "../../array.ts";
 import { toFloat64 } from "./element-io.ts";
+import { bitExact } from "./permute.ts";
 import { checkAxes, invalid } from "./errors.ts";
 import { batchComponent, forEachIndexBatch, indexBatches } from "./index-batches.ts";
 
@@ -22,24 +23,36 @@ const OP = "gather";
 
 function gatherShape(operand: NDArray, indices: NDArray, dims: GatherDimensionNumbers, sliceSizes: readonly number[]) {
   const rank = operand.shape.length;
-  if (sliceSizes.length !== rank) throw invalid(OP, `slice_sizes has ${sliceSizes.length} entries for an operand of rank ${rank}`);
+  if (sliceSizes.length !== rank)
+    throw invalid(OP, `slice_sizes has ${sliceSizes.length} entries for an operand of rank ${rank}`);
   sliceSizes.forEach((size, d) => {
     if (size < 0 || size > (operand.shape[d] as number))
       throw invalid(OP, `slice size ${size} on axis ${d} exceeds operand size ${operand.shape[d]}`);
   });
-  checkAxes(OP, "collapsed_slice_dims + operand_batching_dims", [...dims.collapsedSliceDims, ...dims.operandBatchingDims], rank);
+  checkAxes(
+    OP,
+    "collapsed_slice_dims + operand_batching_dims",
+    [...dims.collapsedSliceDims, ...dims.operandBatchingDims],
+    rank,
+  );
   checkAxes(OP, "start_index_map", dims.startIndexMap, rank);
   for (const d of [...dims.collapsedSliceDims, ...dims.operandBatchingDims]) {
-    if (sliceSizes[d] !== 1) throw invalid(OP, `collapsed or batching axis ${d} must have slice size 1, got ${sliceSizes[d]}`);
+    if (sliceSizes[d] !== 1)
+      throw invalid(OP, `collapsed or batching axis ${d} must have slice size 1, got ${sliceSizes[d]}`);
   }
   if (dims.indexVectorDim < 0 || dims.indexVectorDim > indices.shape.length)
     throw invalid(OP, `index_vector_dim ${dims.indexVectorDim} is outside 0..${indices.shape.length}`);
   const batches = indexBatches(indices.shape, dims.indexVectorDim);
   if (batches.vectorLength !== dims.startIndexMap.length)
-    throw invalid(OP, `index vectors have ${batches.vectorLength} components but start_index_map has ${dims.startIndexMap.length}`);
+    throw invalid(
+      OP,
+      `index vectors have ${batches.vectorLength} components but start_index_map has ${dims.startIndexMap.length}`,
+    );
   if (dims.operandBatchingDims.length !== dims.startIndicesBatchingDims.length)
     throw invalid(OP, "operand_batching_dims and start_indices_batching_dims differ in length");
-  const windowAxes = [...Array(rank).keys()].filter((d) => !dims.collapsedSliceDims.includes(d) && !dims.operandBatchingDims.includes(d));
+  const windowAxes = [...Array(rank).keys()].filter(
+    (d) => !dims.collapsedSliceDims.includes(d) && !dims.operandBatchingDims.includes(d),
+  );
   const resultRank = batches.batchShape.length + windowAxes.length;
   if (dims.offsetDims.length !== windowAxes.length)
     throw invalid(OP, `offset_dims has ${dims.offsetDims.length} entries, expected ${windowAxes.length}`);
@@ -56,11 +69,17 @@ function gatherShape(operand: NDArray, indices: NDArray, dims: GatherDimensionNu
 }
 
 /** gather(operand, startIndices, dims, sliceSizes): NDArray. */
-export function gather(operand: NDArray, startIndices: NDArray, dims: GatherDimensionNumbers, sliceSizes: readonly number[]): NDArray {
+export function gather(
+  operand: NDArray,
+  startIndices: NDArray,
+  dims: GatherDimensionNumbers,
+  sliceSizes: readonly number[],
+): NDArray {
   const { shape, windowAxes, batchAxes } = gatherShape(operand, startIndices, dims, sliceSizes);
   const result = alloc(operand.type, shape);
   if (result.data.length === 0) return result;
-  const slots = slotsPerElement(operand.type);
+  const moved = bitExact(operand.data, slotsPerElement(operand.type));
+  const slots = moved.slots;
   const indices = toFloat64(startIndices, OP);
   const operandStrides = strides(operand.shape);
   const resultStrides = strides(shape);
@@ -70,8 +89,8 @@ export function gather(operand: NDArray, startIndices: NDArray, dims: GatherDime
   const windowShape = windowAxes.map((d) => sliceSizes[d] as number);
   const windowIn = windowAxes.map((d) => (operandStrides[d] as number) * slots);
   const windowOut = dims.offsetDims.map((a) => (resultStrides[a] as number) * slots);
-  const src = operand.data as unknown as { [i: number]: unknown };
-  const dst = result.data as unknown as { [i: number]: unknown };
+  const src = moved.view as unknown as { [i: number]: unknown };
+  const dst = bitExact(result.data, 1).view as unknown as { [i: number]: unknown };
   const counter = new Array<number>(windowShape.length).fill(0);
 
   forEachIndexBatch(startIndices.shape, dims.indexVectorDim, (batchIndex, vectorOffset) => {
@@ -82,7 +101,9 @@ export function gather(operand: NDArray, startIndices: NDArray, dims: GatherDime
       start[d] = Math.min(Math.max(raw, 0), max);
     });
     dims.operandBatchingDims.forEach((d, i) => {
-      start[d] = (start[d] as number) + (batchIndex[batchComponent(dims.startIndicesBatchingDims[i] as number, dims.indexVectorDim)] as number);
+      start[d] =
+        (start[d] as number) +
+        (batchIndex[batchComponent(dims.startIndicesBatchingDims[i] as number, dims.indexVectorDim)] as number);
     });
     let from = 0;
     for (let d = 0; d < start.length; d++) from += (start[d] as number) * (operandStrides[d] as number) * slots;

@@ -39,7 +39,18 @@ export interface Im2colSource {
 }
 
 /** Fills `col` (rows x taps*channelCount elements) for output positions [rowStart, rowEnd). */
-export function im2col(g: ConvGeometry, tables: Int32Array[], src: Im2colSource, rowStart: number, rowEnd: number, col: TypedArray): void {
+export function im2col(
+  g: ConvGeometry,
+  tables: Int32Array[],
+  src: Im2colSource,
+  rowStart: number,
+  rowEnd: number,
+  col: TypedArray,
+): void {
+  if (g.spatialRank === 2 && (col instanceof Float32Array || col instanceof Float64Array)) {
+    im2col2d(g, tables, src, rowStart, rowEnd, col);
+    return;
+  }
   const d = g.spatialRank;
   const { slots, channelCount } = src;
   const inChannels = g.inChannels;
@@ -92,6 +103,68 @@ export function im2col(g: ConvGeometry, tables: Int32Array[], src: Im2colSource,
       outIndex[s] = (outIndex[s] as number) + 1;
       if ((outIndex[s] as number) < (g.outSpatial[s] as number)) break;
       outIndex[s] = 0;
+    }
+  }
+}
+
+/**
+ * The 2-d float case every image model hits, with plain nested loops: no per-tap odometer or
+ * subarray objects, so the copy runs at memory speed (it is most of a 3x3 layer's time).
+ */
+function im2col2d(
+  g: ConvGeometry,
+  tables: Int32Array[],
+  src: Im2colSource,
+  rowStart: number,
+  rowEnd: number,
+  col: Float32Array | Float64Array,
+): void {
+  const data = src.data as Float32Array | Float64Array;
+  const [outH, outW] = g.outSpatial as [number, number];
+  const [kH, kW] = g.kernelSpatial as [number, number];
+  const inW = g.inSpatial[1] as number;
+  const C = g.inChannels;
+  const run = src.channelCount;
+  const base = src.batchIndex * (g.inSpatial[0] as number) * inW * C + src.channelOffset;
+  const rowTable = tables[0] as Int32Array;
+  const colTable = tables[1] as Int32Array;
+  // With unit rhs and lhs dilation and every channel read, a kernel row's taps are one span.
+  const contiguousTaps = run === C && g.rhsDilation[1] === 1 && g.lhsDilation[1] === 1 && kW > 1;
+  let dst = 0;
+  for (let row = rowStart; row < rowEnd; row++) {
+    const oh = Math.floor(row / outW);
+    const ow = row - oh * outW;
+    if (oh >= outH) break;
+    for (let kh = 0; kh < kH; kh++) {
+      const ih = rowTable[oh * kH + kh] as number;
+      if (ih < 0) {
+        col.fill(0, dst, dst + kW * run);
+        dst += kW * run;
+        continue;
+      }
+      const lineBase = base + ih * inW * C;
+      const first = colTable[ow * kW] as number;
+      const last = colTable[ow * kW + kW - 1] as number;
+      if (contiguousTaps && first >= 0 && last >= 0) {
+        // All kW taps valid and adjacent: one block copy of kW*C channels.
+        const from = lineBase + first * C;
+        const span = kW * run;
+        // subarray() allocates, which costs more than a short loop.
+        if (span >= 128) col.set(data.subarray(from, from + span), dst);
+        else for (let q = 0; q < span; q++) col[dst + q] = data[from + q] as number;
+        dst += span;
+        continue;
+      }
+      for (let kw = 0; kw < kW; kw++) {
+        const iw = colTable[ow * kW + kw] as number;
+        if (iw < 0) {
+          for (let q = 0; q < run; q++) col[dst + q] = 0;
+        } else {
+          const from = lineBase + iw * C;
+          for (let q = 0; q < run; q++) col[dst + q] = data[from + q] as number;
+        }
+        dst += run;
+      }
     }
   }
 }

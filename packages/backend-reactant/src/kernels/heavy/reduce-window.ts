@@ -5,11 +5,26 @@
  * identity). Single-operand add / mul / max / min / logical reducers take a fast loop that,
  * for channels-last pooling, runs over the untouched innermost axis contiguously.
  */
-import { type NDArray, type RegionInfo, type Scalar, alloc, elementCount, slotsPerElement, strides } from "../../array.ts";
+import {
+  type NDArray,
+  type RegionInfo,
+  type Scalar,
+  alloc,
+  elementCount,
+  slotsPerElement,
+  strides,
+} from "../../array.ts";
 import { type ScalarReader, scalarReader, scalarWriter } from "./element-io.ts";
 import { invalid } from "./errors.ts";
-import { type RawCombine, rawCombiner } from "./fast-reducer.ts";
-import { type WindowAttributes, type WindowGeometry, forEachTap, nextIndex, windowGeometry } from "./window-geometry.ts";
+import { bitExact } from "./permute.ts";
+import { type SpanCombine, spanCombiner } from "./span-reducer.ts";
+import {
+  type WindowAttributes,
+  type WindowGeometry,
+  forEachTap,
+  nextIndex,
+  windowGeometry,
+} from "./window-geometry.ts";
 
 export type ReduceWindowAttributes = WindowAttributes;
 
@@ -25,12 +40,13 @@ export function reduceWindow(
   if (inputs.length === 0 || inputs.length !== initValues.length)
     throw invalid(OP, `needs one init value per input (got ${inputs.length} inputs, ${initValues.length} init values)`);
   const first = inputs[0] as NDArray;
-  for (const input of inputs) if (input.shape.join() !== first.shape.join()) throw invalid(OP, "all inputs must have the same shape");
+  for (const input of inputs)
+    if (input.shape.join() !== first.shape.join()) throw invalid(OP, "all inputs must have the same shape");
   for (const init of initValues) if (elementCount(init.shape) !== 1) throw invalid(OP, "init values must be scalars");
   const g = windowGeometry(OP, first.shape, attrs);
   const results = initValues.map((init) => filledWith(init, g.outShape));
   if (elementCount(g.outShape) === 0) return results;
-  const fast = inputs.length === 1 ? rawCombiner(body.reducer, first.type) : null;
+  const fast = inputs.length === 1 ? spanCombiner(body.reducer, first.type) : null;
   if (fast) fastReduce(g, first, results[0] as NDArray, fast);
   else regionReduce(g, inputs, results, body);
   return results;
@@ -39,23 +55,32 @@ export function reduceWindow(
 /** An array of `shape` with every element equal to the scalar `value`. */
 export function filledWith(value: NDArray, shape: readonly number[]): NDArray {
   const out = alloc(value.type, shape);
-  const slots = slotsPerElement(value.type);
-  const data = out.data as unknown as { [i: number]: unknown };
+  const source = bitExact(value.data, slotsPerElement(value.type));
+  const slots = source.slots;
+  const data = bitExact(out.data, 1).view as unknown as { [i: number]: unknown };
   const count = elementCount(shape);
-  for (let i = 0; i < count; i++) for (let q = 0; q < slots; q++) data[i * slots + q] = value.data[q];
+  for (let i = 0; i < count; i++) for (let q = 0; q < slots; q++) data[i * slots + q] = source.view[q];
   return out;
 }
 
-function fastReduce(g: WindowGeometry, input: NDArray, out: NDArray, combine: RawCombine): void {
+function fastReduce(g: WindowGeometry, input: NDArray, out: NDArray, combine: SpanCombine): void {
   const rank = g.outShape.length;
   const last = rank - 1;
   // An innermost axis the window leaves alone (size 1, stride 1, no padding or dilation) is
   // looped contiguously: NHWC pooling then streams over channels.
   const passThrough =
-    rank > 0 && g.window[last] === 1 && g.outShape[last] === g.inShape[last] && (g.tables[last] as Int32Array).every((x, i) => x === i);
+    rank > 0 &&
+    g.window[last] === 1 &&
+    g.outShape[last] === g.inShape[last] &&
+    (g.tables[last] as Int32Array).every((x, i) => x === i);
   const inner = passThrough ? (g.outShape[last] as number) : 1;
   const outerRank = passThrough ? last : rank;
-  const outer: WindowGeometry = { ...g, outShape: g.outShape.slice(0, outerRank), window: g.window.slice(0, outerRank), tables: g.tables.slice(0, outerRank) };
+  const outer: WindowGeometry = {
+    ...g,
+    outShape: g.outShape.slice(0, outerRank),
+    window: g.window.slice(0, outerRank),
+    tables: g.tables.slice(0, outerRank),
+  };
   const inStrides = strides(g.inShape).slice(0, outerRank);
   const index = new Array<number>(outerRank).fill(0);
   const tap = new Array<number>(outerRank).fill(0);
@@ -64,9 +89,7 @@ function fastReduce(g: WindowGeometry, input: NDArray, out: NDArray, combine: Ra
   let base = 0;
   do {
     const target = base;
-    forEachTap(outer, index, inStrides, tap, (offset) => {
-      for (let c = 0; c < inner; c++) combine(outData, target + c, inData, offset + c);
-    });
+    forEachTap(outer, index, inStrides, tap, (offset) => combine(outData, target, inData, offset, inner));
     base += inner;
   } while (nextIndex(index, outer.outShape));
 }

@@ -1,12 +1,18 @@
 /** Reverses chosen axes of raw row-major storage (window_reversal, stablehlo.reverse-like). */
 import type { TypedArray } from "../../array.ts";
-import { sameKind } from "./permute.ts";
+import { bitExact, sameKind } from "./permute.ts";
 
-export function reverseAxes<T extends TypedArray>(data: T, shape: readonly number[], axes: readonly number[], slots = 1): T {
+export function reverseAxes<T extends TypedArray>(
+  data: T,
+  shape: readonly number[],
+  axes: readonly number[],
+  elementSlots = 1,
+): T {
   if (axes.length === 0) return data;
+  const { view: source, slots } = bitExact(data, elementSlots);
   const rank = shape.length;
   const out = sameKind(data, data.length);
-  const count = data.length / slots;
+  const count = source.length / slots;
   const index = new Array<number>(rank).fill(0);
   const reversed = shape.map((_, axis) => axes.includes(axis));
   const stride = new Array<number>(rank);
@@ -14,8 +20,8 @@ export function reverseAxes<T extends TypedArray>(data: T, shape: readonly numbe
     stride[a] = s;
     s *= shape[a] as number;
   }
-  const src = data as unknown as { [i: number]: unknown };
-  const dst = out as unknown as { [i: number]: unknown };
+  const src = source as unknown as { [i: number]: unknown };
+  const dst = bitExact(out, elementSlots).view as unknown as { [i: number]: unknown };
   for (let e = 0; e < count; e++) {
     let from = 0;
     for (let a = 0; a < rank; a++) {

@@ -21,7 +21,12 @@ export interface ScatterDimensionNumbers {
 
 const OP = "scatter";
 
-function checkScatter(inputs: readonly NDArray[], indices: NDArray, updates: readonly NDArray[], dims: ScatterDimensionNumbers) {
+function checkScatter(
+  inputs: readonly NDArray[],
+  indices: NDArray,
+  updates: readonly NDArray[],
+  dims: ScatterDimensionNumbers,
+) {
   if (inputs.length === 0 || inputs.length !== updates.length)
     throw invalid(OP, `needs as many updates as inputs (got ${inputs.length} inputs, ${updates.length} updates)`);
   const first = inputs[0] as NDArray;
@@ -30,28 +35,45 @@ function checkScatter(inputs: readonly NDArray[], indices: NDArray, updates: rea
     if (input.shape.join() !== first.shape.join()) throw invalid(OP, "all inputs must have the same shape");
   }
   const updateShape = (updates[0] as NDArray).shape;
-  for (const u of updates) if (u.shape.join() !== updateShape.join()) throw invalid(OP, "all updates must have the same shape");
-  checkAxes(OP, "inserted_window_dims + input_batching_dims", [...dims.insertedWindowDims, ...dims.inputBatchingDims], rank);
+  for (const u of updates)
+    if (u.shape.join() !== updateShape.join()) throw invalid(OP, "all updates must have the same shape");
+  checkAxes(
+    OP,
+    "inserted_window_dims + input_batching_dims",
+    [...dims.insertedWindowDims, ...dims.inputBatchingDims],
+    rank,
+  );
   checkAxes(OP, "scatter_dims_to_operand_dims", dims.scatterDimsToOperandDims, rank);
   checkAxes(OP, "update_window_dims", dims.updateWindowDims, updateShape.length);
   if (dims.indexVectorDim < 0 || dims.indexVectorDim > indices.shape.length)
     throw invalid(OP, `index_vector_dim ${dims.indexVectorDim} is outside 0..${indices.shape.length}`);
   const batches = indexBatches(indices.shape, dims.indexVectorDim);
   if (batches.vectorLength !== dims.scatterDimsToOperandDims.length)
-    throw invalid(OP, `index vectors have ${batches.vectorLength} components but scatter_dims_to_operand_dims has ${dims.scatterDimsToOperandDims.length}`);
+    throw invalid(
+      OP,
+      `index vectors have ${batches.vectorLength} components but scatter_dims_to_operand_dims has ${dims.scatterDimsToOperandDims.length}`,
+    );
   if (dims.inputBatchingDims.length !== dims.scatterIndicesBatchingDims.length)
     throw invalid(OP, "input_batching_dims and scatter_indices_batching_dims differ in length");
-  const windowAxes = [...Array(rank).keys()].filter((d) => !dims.insertedWindowDims.includes(d) && !dims.inputBatchingDims.includes(d));
+  const windowAxes = [...Array(rank).keys()].filter(
+    (d) => !dims.insertedWindowDims.includes(d) && !dims.inputBatchingDims.includes(d),
+  );
   if (windowAxes.length !== dims.updateWindowDims.length)
     throw invalid(OP, `update_window_dims has ${dims.updateWindowDims.length} entries, expected ${windowAxes.length}`);
   const scatterAxes = [...Array(updateShape.length).keys()].filter((a) => !dims.updateWindowDims.includes(a));
   const scatterShape = scatterAxes.map((a) => updateShape[a]);
   if (scatterShape.join() !== batches.batchShape.join())
-    throw invalid(OP, `update scatter dimensions [${scatterShape}] do not match the index batch shape [${batches.batchShape}]`);
+    throw invalid(
+      OP,
+      `update scatter dimensions [${scatterShape}] do not match the index batch shape [${batches.batchShape}]`,
+    );
   const windowShape = dims.updateWindowDims.map((a) => updateShape[a] as number);
   windowShape.forEach((size, j) => {
     if (size > (first.shape[windowAxes[j] as number] as number))
-      throw invalid(OP, `update window size ${size} exceeds operand axis ${windowAxes[j]} of size ${first.shape[windowAxes[j] as number]}`);
+      throw invalid(
+        OP,
+        `update window size ${size} exceeds operand axis ${windowAxes[j]} of size ${first.shape[windowAxes[j] as number]}`,
+      );
   });
   return { windowAxes, scatterAxes, windowShape, batches };
 }
@@ -76,7 +98,11 @@ export function scatter(
 ): NDArray[] {
   const { windowAxes, scatterAxes, windowShape, batches } = checkScatter(inputs, scatterIndices, updates, dims);
   const first = inputs[0] as NDArray;
-  const results: NDArray[] = inputs.map((input) => ({ type: input.type, shape: [...input.shape], data: copyData(input) }));
+  const results: NDArray[] = inputs.map((input) => ({
+    type: input.type,
+    shape: [...input.shape],
+    data: copyData(input),
+  }));
   const indices = toFloat64(scatterIndices, OP);
   const operandShape = first.shape;
   const operandStrides = strides(operandShape);
@@ -89,7 +115,8 @@ export function scatter(
   const single = results.length === 1;
   const fast = single ? rawCombiner(region.reducer, first.type) : null;
   const apply = fast
-    ? (target: number, source: number) => fast((results[0] as NDArray).data, target, (updates[0] as NDArray).data, source)
+    ? (target: number, source: number) =>
+        fast((results[0] as NDArray).data, target, (updates[0] as NDArray).data, source)
     : regionApplier(results, updates, region);
 
   const start = new Array<number>(operandShape.length);
@@ -100,7 +127,9 @@ export function scatter(
       start[d] = indices[vectorOffset + c * batches.vectorStride] as number;
     });
     dims.inputBatchingDims.forEach((d, i) => {
-      start[d] = (start[d] as number) + (batchIndex[batchComponent(dims.scatterIndicesBatchingDims[i] as number, dims.indexVectorDim)] as number);
+      start[d] =
+        (start[d] as number) +
+        (batchIndex[batchComponent(dims.scatterIndicesBatchingDims[i] as number, dims.indexVectorDim)] as number);
     });
     // The whole window must fit; XLA drops the update otherwise.
     for (let d = 0; d < operandShape.length; d++) {
@@ -133,7 +162,11 @@ export function scatter(
 }
 
 /** The slow, general step: call the region with every result's current value and every update. */
-function regionApplier(results: NDArray[], updates: readonly NDArray[], region: RegionInfo): (target: number, source: number) => void {
+function regionApplier(
+  results: NDArray[],
+  updates: readonly NDArray[],
+  region: RegionInfo,
+): (target: number, source: number) => void {
   const readResult: ScalarReader[] = results.map(scalarReader);
   const writeResult: ScalarWriter[] = results.map(scalarWriter);
   const readUpdate: ScalarReader[] = updates.map(scalarReader);
@@ -148,4 +181,3 @@ function regionApplier(results: NDArray[], updates: readonly NDArray[], region: 
     for (let k = 0; k < n; k++) (writeResult[k] as ScalarWriter)(target, out[k] as Scalar);
   };
 }
-

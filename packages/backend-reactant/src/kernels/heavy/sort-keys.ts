@@ -58,7 +58,8 @@ export function sortKeys(array: NDArray, totalOrder: boolean): SortKeys {
     }
     return { primary, secondary };
   }
-  if (type === "c64" || type === "c128" || type.startsWith("f8")) throw unsupported("sort", `no fast sort keys for ${type}`);
+  if (type === "c64" || type === "c128" || type.startsWith("f8"))
+    throw unsupported("sort", `no fast sort keys for ${type}`);
   for (let i = 0; i < n; i++) primary[i] = data[i] as number;
   return { primary, secondary: null };
 }

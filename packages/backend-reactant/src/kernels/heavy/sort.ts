@@ -8,7 +8,7 @@
 import { type NDArray, type RegionInfo, type Scalar, slotsPerElement, strides } from "../../array.ts";
 import { type ScalarReader, scalarReader } from "./element-io.ts";
 import { invalid } from "./errors.ts";
-import { sameKind } from "./permute.ts";
+import { bitExact, sameKind } from "./permute.ts";
 import { type SortKeys, sortKeys } from "./sort-keys.ts";
 import { stableSortIndices } from "./stable-merge-sort.ts";
 
@@ -29,16 +29,29 @@ export interface SortOptions {
 const OP = "sort";
 
 /** sort(inputs, dimension, comparator, options): the inputs permuted alike along `dimension`. */
-export function sort(inputs: readonly NDArray[], dimension: number, comparator: RegionInfo, options: SortOptions = {}): NDArray[] {
+export function sort(
+  inputs: readonly NDArray[],
+  dimension: number,
+  comparator: RegionInfo,
+  options: SortOptions = {},
+): NDArray[] {
   if (inputs.length === 0) throw invalid(OP, "needs at least one operand");
   const shape = (inputs[0] as NDArray).shape;
-  for (const input of inputs) if (input.shape.join() !== shape.join()) throw invalid(OP, "all operands must have the same shape");
+  for (const input of inputs)
+    if (input.shape.join() !== shape.join()) throw invalid(OP, "all operands must have the same shape");
   const rank = shape.length;
   const axis = dimension < 0 ? dimension + rank : dimension;
-  if (!Number.isInteger(axis) || axis < 0 || axis >= Math.max(rank, 1)) throw invalid(OP, `dimension ${dimension} is outside rank ${rank}`);
-  const results: NDArray[] = inputs.map((input) => ({ type: input.type, shape: [...shape], data: sameKind(input.data, input.data.length) }));
+  if (!Number.isInteger(axis) || axis < 0 || axis >= Math.max(rank, 1))
+    throw invalid(OP, `dimension ${dimension} is outside rank ${rank}`);
+  const results: NDArray[] = inputs.map((input) => ({
+    type: input.type,
+    shape: [...shape],
+    data: sameKind(input.data, input.data.length),
+  }));
   if (rank === 0) {
-    inputs.forEach((input, k) => (results[k] as NDArray).data.set(input.data as never));
+    inputs.forEach((input, k) => {
+      (results[k] as NDArray).data.set(input.data as never);
+    });
     return results;
   }
   const length = shape[axis] as number;
@@ -47,23 +60,26 @@ export function sort(inputs: readonly NDArray[], dimension: number, comparator: 
   if (total === 0) return results;
   const lines = total / length;
   const before = options.fastKey ? keyOrder(inputs, options.fastKey) : regionOrder(inputs, comparator);
-  const slots = inputs.map((input) => slotsPerElement(input.type));
+  const moves = inputs.map((input, k) => ({
+    from: bitExact(input.data, slotsPerElement(input.type)),
+    to: bitExact((results[k] as NDArray).data, 1).view,
+  }));
   for (let line = 0; line < lines; line++) {
     // Lines are indexed by (outer, inner) around the sorted axis.
     const outer = Math.floor(line / stride);
     const inner = line % stride;
     const base = outer * length * stride + inner;
     const order = stableSortIndices(length, (b, a) => before(base + b * stride, base + a * stride));
-    inputs.forEach((input, k) => {
-      const q = slots[k] as number;
-      const src = input.data as unknown as { [i: number]: unknown };
-      const dst = (results[k] as NDArray).data as unknown as { [i: number]: unknown };
+    for (const move of moves) {
+      const q = move.from.slots;
+      const src = move.from.view as unknown as { [i: number]: unknown };
+      const dst = move.to as unknown as { [i: number]: unknown };
       for (let i = 0; i < length; i++) {
         const from = (base + (order[i] as number) * stride) * q;
         const to = (base + i * stride) * q;
         for (let s = 0; s < q; s++) dst[to + s] = src[from + s];
       }
-    });
+    }
   }
   return results;
 }

@@ -36,8 +36,14 @@ export function windowGeometry(op: string, inShape: readonly number[], attrs: Wi
   checkLength(op, "base_dilations", baseDil, rank);
   checkLength(op, "window_dilations", winDil, rank);
   checkLength(op, "padding", padding, rank);
-  for (const [what, values] of [["window_dimensions", window], ["window_strides", strides], ["base_dilations", baseDil], ["window_dilations", winDil]] as const) {
-    for (const v of values) if (!Number.isInteger(v) || v < 1) throw invalid(op, `${what} must be positive integers, got [${values}]`);
+  for (const [what, values] of [
+    ["window_dimensions", window],
+    ["window_strides", strides],
+    ["base_dilations", baseDil],
+    ["window_dilations", winDil],
+  ] as const) {
+    for (const v of values)
+      if (!Number.isInteger(v) || v < 1) throw invalid(op, `${what} must be positive integers, got [${values}]`);
   }
   const outShape = inShape.map((size, d) => {
     const [lo, hi] = padding[d] as readonly [number, number];
@@ -78,7 +84,9 @@ export function forEachTap(
   for (let t = 0; t < taps; t++) {
     let offset = 0;
     for (let d = 0; d < rank; d++) {
-      const at = (g.tables[d] as Int32Array)[(outIndex[d] as number) * (g.window[d] as number) + (tap[d] as number)] as number;
+      const at = (g.tables[d] as Int32Array)[
+        (outIndex[d] as number) * (g.window[d] as number) + (tap[d] as number)
+      ] as number;
       if (at < 0) {
         offset = -1;
         break;

@@ -1,0 +1,183 @@
+/**
+ * The engine thread: hosts a backend inside a Bun Worker and services the calls that
+ * threaded-backend.ts forwards, so a CPU engine's compute never runs on the HTTP event loop.
+ * Every reply carries the backend's memory figures, so the proxy's synchronous memoryStats() is
+ * current as of the last call.
+ */
+import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
+import { isXlaserveError, viewTyped } from "@xlaserve/core";
+
+declare const self: Worker;
+
+let backend: AbstractBackend | null = null;
+const buffers = new Map<number, DeviceBuffer>();
+const executables = new Map<number, Executable>();
+let nextHandle = 1;
+
+interface WireTensor {
+  dtype: HostTensor["dtype"];
+  shape: number[];
+  bytes: ArrayBuffer;
+}
+
+function fromWire(t: WireTensor): HostTensor {
+  const size = t.bytes.byteLength;
+  const elem = t.shape.reduce((a, b) => a * b, 1);
+  return { dtype: t.dtype, shape: t.shape, data: viewTyped(t.dtype, t.bytes, 0, elem || (size === 0 ? 0 : elem)) };
+}
+
+function toWire(t: HostTensor): { wire: WireTensor; transfer: ArrayBuffer[] } {
+  const d = t.data;
+  // A private copy that can be transferred (the backend may keep the original).
+  const copy = new Uint8Array(d.byteLength);
+  copy.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+  return { wire: { dtype: t.dtype, shape: [...t.shape], bytes: copy.buffer }, transfer: [copy.buffer] };
+}
+
+function stats() {
+  try {
+    return backend?.memoryStats() ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function bufferMeta(handle: number, b: DeviceBuffer) {
+  return { handle, dtype: b.dtype, shape: [...b.shape], byteLength: b.byteLength, device: b.device };
+}
+
+function need<T>(map: Map<number, T>, handle: number, what: string): T {
+  const v = map.get(handle);
+  if (!v) throw new Error(`${what} ${handle} is not known to the engine thread`);
+  return v;
+}
+
+async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; transfer?: ArrayBuffer[] }> {
+  const op = msg.op as string;
+  if (op === "init") {
+    const mod = (await import(msg.module as string)) as Record<string, unknown>;
+    const factory = mod[msg.export as string] as (args: unknown) => AbstractBackend | Promise<AbstractBackend>;
+    if (typeof factory !== "function") throw new Error(`${msg.module} exports no ${msg.export}`);
+    backend = await factory(msg.args);
+    return { value: { name: backend.name, identity: backend.identity(), devices: backend.devices() } };
+  }
+  const be = backend;
+  if (!be) throw new Error("the engine thread has no backend");
+  switch (op) {
+    case "upload": {
+      const b = await be.upload(fromWire(msg.tensor as WireTensor), msg.device as number | undefined);
+      const h = nextHandle++;
+      buffers.set(h, b);
+      return { value: bufferMeta(h, b) };
+    }
+    case "download": {
+      const t = await be.download(need(buffers, msg.handle as number, "buffer"));
+      const { wire, transfer } = toWire(t);
+      return { value: wire, transfer };
+    }
+    case "disposeBuffer": {
+      buffers.get(msg.handle as number)?.dispose();
+      buffers.delete(msg.handle as number);
+      return {};
+    }
+    case "compile": {
+      const exe = await be.compile(
+        {
+          bytes: new Uint8Array(msg.bytes as ArrayBuffer),
+          format: msg.format as "text" | "bytecode",
+          origin: msg.origin as string,
+        },
+        msg.options as object,
+      );
+      const h = nextHandle++;
+      executables.set(h, exe);
+      return { value: { handle: h, outputCount: exe.outputCount } };
+    }
+    case "deserialize": {
+      const exe = await be.deserialize(new Uint8Array(msg.bytes as ArrayBuffer), msg.options as object);
+      const h = nextHandle++;
+      executables.set(h, exe);
+      return { value: { handle: h, outputCount: exe.outputCount } };
+    }
+    case "serialize": {
+      const bytes = await be.serialize(need(executables, msg.handle as number, "program"));
+      const copy = bytes.slice();
+      return { value: copy.buffer, transfer: [copy.buffer] };
+    }
+    case "disposeExecutable": {
+      executables.get(msg.handle as number)?.dispose();
+      executables.delete(msg.handle as number);
+      return {};
+    }
+    case "execute": {
+      const exe = need(executables, msg.handle as number, "program");
+      const args = (msg.args as number[]).map((h) => need(buffers, h, "buffer"));
+      const out = await be.execute(exe, args);
+      return {
+        value: out.map((b) => {
+          const h = nextHandle++;
+          buffers.set(h, b);
+          return bufferMeta(h, b);
+        }),
+      };
+    }
+    case "run": {
+      // upload + execute + download + free in one round trip (the request path).
+      const exe = need(executables, msg.handle as number, "program");
+      const uploaded: DeviceBuffer[] = [];
+      let out: DeviceBuffer[] = [];
+      try {
+        for (const t of msg.inputs as WireTensor[]) uploaded.push(await be.upload(fromWire(t)));
+        const resident = (msg.resident as number[]).map((h) => need(buffers, h, "buffer"));
+        out = await be.execute(exe, [...uploaded, ...resident]);
+        const wires: WireTensor[] = [];
+        const transfer: ArrayBuffer[] = [];
+        for (const b of out) {
+          const w = toWire(await be.download(b));
+          wires.push(w.wire);
+          transfer.push(...w.transfer);
+        }
+        return { value: wires, transfer };
+      } finally {
+        for (const b of uploaded) b.dispose();
+        for (const b of out) b.dispose();
+      }
+    }
+    case "resetPeakMemory":
+      be.resetPeakMemory(msg.device as number | undefined);
+      return {};
+    case "memoryStats":
+      return {};
+    case "dispose":
+      for (const b of buffers.values()) b.dispose();
+      for (const e of executables.values()) e.dispose();
+      buffers.clear();
+      executables.clear();
+      await be.dispose();
+      backend = null;
+      return {};
+    default:
+      throw new Error(`unknown engine-thread op ${op}`);
+  }
+}
+
+// One call at a time, in arrival order: a peak reset lands exactly between the calls around it.
+let chain: Promise<void> = Promise.resolve();
+
+self.onmessage = (event: MessageEvent) => {
+  const msg = event.data as Record<string, unknown>;
+  chain = chain.then(() => serve(msg));
+};
+
+async function serve(msg: Record<string, unknown>): Promise<void> {
+  const id = msg.id as number;
+  try {
+    const { value, transfer } = await handle(msg);
+    self.postMessage({ id, ok: true, value, stats: stats() }, transfer ?? []);
+  } catch (err) {
+    const error = isXlaserveError(err)
+      ? { code: err.code, message: err.message, details: err.details }
+      : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), details: {} };
+    self.postMessage({ id, ok: false, error, stats: stats() });
+  }
+}

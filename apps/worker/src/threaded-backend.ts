@@ -1,0 +1,287 @@
+import type {
+  AbstractBackend,
+  BackendIdentity,
+  BackendName,
+  CompileOptions,
+  DeviceBuffer,
+  DeviceInfo,
+  Executable,
+  HostTensor,
+  MemoryStats,
+  ModuleSource,
+} from "@xlaserve/core";
+import { XlaserveError, viewTyped } from "@xlaserve/core";
+
+/**
+ * An AbstractBackend whose engine runs on its own thread (a Bun Worker hosting engine-thread.ts):
+ * the CPU engine computes in JavaScript and native BLAS, and on the HTTP event loop a long run
+ * would stall every other request. Calls are forwarded in order; buffers and programs are handles.
+ * memoryStats() is synchronous in the interface, so it returns the figures the engine reported
+ * with its last reply; `refreshMemoryStats()` waits for every earlier call to land first.
+ */
+
+export interface ThreadedBackendSpec {
+  /** Module specifier the thread imports ("@xlaserve/backend-reactant" or an absolute path). */
+  readonly module: string;
+  /** The factory it calls: `(args) => AbstractBackend`. */
+  readonly export: string;
+  readonly args?: unknown;
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+interface BufferMeta {
+  handle: number;
+  dtype: HostTensor["dtype"];
+  shape: number[];
+  byteLength: number;
+  device: number;
+}
+
+class ThreadBuffer implements DeviceBuffer {
+  private disposed = false;
+  readonly dtype: HostTensor["dtype"];
+  readonly shape: readonly number[];
+  readonly byteLength: number;
+  readonly device: number;
+  readonly handle: number;
+  constructor(
+    private readonly owner: ThreadedBackend,
+    meta: BufferMeta,
+  ) {
+    this.handle = meta.handle;
+    this.dtype = meta.dtype;
+    this.shape = meta.shape;
+    this.byteLength = meta.byteLength;
+    this.device = meta.device;
+  }
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.owner.post("disposeBuffer", { handle: this.handle });
+  }
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+class ThreadExecutable implements Executable {
+  private disposed = false;
+  constructor(
+    private readonly owner: ThreadedBackend,
+    readonly handle: number,
+    readonly outputCount: number,
+  ) {}
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.owner.post("disposeExecutable", { handle: this.handle });
+  }
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+export class ThreadedBackend implements AbstractBackend {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private stats: MemoryStats = { inUseBytes: 0, peakBytes: 0, limitBytes: null };
+  private info: { name: BackendName; identity: BackendIdentity; devices: DeviceInfo[] } | null = null;
+  private closed = false;
+  private failure: XlaserveError | null = null;
+
+  private constructor() {
+    this.worker = new Worker(new URL("./engine-thread.ts", import.meta.url).href);
+    this.worker.onmessage = (event: MessageEvent) => {
+      const msg = event.data as {
+        id: number;
+        ok: boolean;
+        value?: unknown;
+        error?: { code: string; message: string; details: Record<string, unknown> };
+        stats: MemoryStats | null;
+      };
+      if (msg.stats) this.stats = msg.stats;
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      if (msg.ok) p.resolve(msg.value);
+      else {
+        const e = msg.error ?? { code: "INTERNAL", message: "engine thread error", details: {} };
+        p.reject(new XlaserveError(e.code as XlaserveError["code"], e.message, e.details));
+      }
+    };
+    this.worker.onerror = (event) => {
+      // The engine is gone: fail what waits and everything after, rather than hang.
+      const err = new XlaserveError("INTERNAL", `engine thread failed: ${event.message}`);
+      this.failure = err;
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    };
+  }
+
+  static async create(spec: ThreadedBackendSpec): Promise<ThreadedBackend> {
+    const b = new ThreadedBackend();
+    try {
+      b.info = (await b.call("init", {
+        module: spec.module,
+        export: spec.export,
+        args: spec.args,
+      })) as ThreadedBackend["info"];
+    } catch (err) {
+      b.worker.terminate();
+      throw err;
+    }
+    return b;
+  }
+
+  /** Fire-and-forget (ordered with the calls around it). */
+  post(op: string, payload: Record<string, unknown> = {}): void {
+    if (this.closed) return;
+    this.worker.postMessage({ id: 0, op, ...payload });
+  }
+
+  call(op: string, payload: Record<string, unknown> = {}, transfer: ArrayBuffer[] = []): Promise<unknown> {
+    if (this.closed) return Promise.reject(new XlaserveError("DISPOSED", "the backend was disposed"));
+    if (this.failure) return Promise.reject(this.failure);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, op, ...payload }, transfer);
+    });
+  }
+
+  get name(): BackendName {
+    return this.info?.name ?? "reactant";
+  }
+
+  identity(): BackendIdentity {
+    if (!this.info) throw new XlaserveError("INTERNAL", "engine thread not initialised");
+    return this.info.identity;
+  }
+
+  devices(): readonly DeviceInfo[] {
+    return this.info?.devices ?? [];
+  }
+
+  async upload(tensor: HostTensor, device?: number): Promise<DeviceBuffer> {
+    const d = tensor.data;
+    const copy = new Uint8Array(d.byteLength);
+    copy.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+    const meta = (await this.call(
+      "upload",
+      { tensor: { dtype: tensor.dtype, shape: [...tensor.shape], bytes: copy.buffer }, device },
+      [copy.buffer],
+    )) as BufferMeta;
+    return new ThreadBuffer(this, meta);
+  }
+
+  async download(buffer: DeviceBuffer): Promise<HostTensor> {
+    const w = (await this.call("download", { handle: (buffer as ThreadBuffer).handle })) as {
+      dtype: HostTensor["dtype"];
+      shape: number[];
+      bytes: ArrayBuffer;
+    };
+    const n = w.shape.reduce((a, b) => a * b, 1);
+    return { dtype: w.dtype, shape: w.shape, data: viewTyped(w.dtype, w.bytes, 0, n) };
+  }
+
+  async compile(module: ModuleSource, options: CompileOptions): Promise<Executable> {
+    const bytes = module.bytes.slice();
+    const r = (await this.call(
+      "compile",
+      { bytes: bytes.buffer, format: module.format, origin: module.origin, options },
+      [bytes.buffer],
+    )) as { handle: number; outputCount: number };
+    return new ThreadExecutable(this, r.handle, r.outputCount);
+  }
+
+  async serialize(executable: Executable): Promise<Uint8Array> {
+    const buf = (await this.call("serialize", { handle: (executable as ThreadExecutable).handle })) as ArrayBuffer;
+    return new Uint8Array(buf);
+  }
+
+  async deserialize(bytes: Uint8Array, options: CompileOptions): Promise<Executable> {
+    const copy = bytes.slice();
+    const r = (await this.call("deserialize", { bytes: copy.buffer, options }, [copy.buffer])) as {
+      handle: number;
+      outputCount: number;
+    };
+    return new ThreadExecutable(this, r.handle, r.outputCount);
+  }
+
+  async execute(executable: Executable, args: readonly DeviceBuffer[]): Promise<DeviceBuffer[]> {
+    const metas = (await this.call("execute", {
+      handle: (executable as ThreadExecutable).handle,
+      args: args.map((a) => (a as ThreadBuffer).handle),
+    })) as BufferMeta[];
+    return metas.map((m) => new ThreadBuffer(this, m));
+  }
+
+  /**
+   * One request in one round trip: uploads `inputs`, runs the program on them followed by the
+   * resident `weights`, downloads every result and frees the temporaries.
+   */
+  async run(
+    executable: Executable,
+    inputs: readonly HostTensor[],
+    weights: readonly DeviceBuffer[],
+  ): Promise<HostTensor[]> {
+    const transfer: ArrayBuffer[] = [];
+    const wires = inputs.map((t) => {
+      const d = t.data;
+      const copy = new Uint8Array(d.byteLength);
+      copy.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+      transfer.push(copy.buffer);
+      return { dtype: t.dtype, shape: [...t.shape], bytes: copy.buffer };
+    });
+    const out = (await this.call(
+      "run",
+      {
+        handle: (executable as ThreadExecutable).handle,
+        inputs: wires,
+        resident: weights.map((w) => (w as ThreadBuffer).handle),
+      },
+      transfer,
+    )) as Array<{ dtype: HostTensor["dtype"]; shape: number[]; bytes: ArrayBuffer }>;
+    return out.map((w) => ({
+      dtype: w.dtype,
+      shape: w.shape,
+      data: viewTyped(
+        w.dtype,
+        w.bytes,
+        0,
+        w.shape.reduce((a, b) => a * b, 1),
+      ),
+    }));
+  }
+
+  memoryStats(): MemoryStats {
+    return this.stats;
+  }
+
+  /** Waits for every earlier call (disposals included) so memoryStats() is exact. */
+  async refreshMemoryStats(): Promise<MemoryStats> {
+    await this.call("memoryStats");
+    return this.stats;
+  }
+
+  resetPeakMemory(device?: number): void {
+    this.post("resetPeakMemory", { device });
+    this.stats = { ...this.stats, peakBytes: this.stats.inUseBytes };
+  }
+
+  async dispose(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.call("dispose");
+    } catch {
+      // already gone
+    }
+    this.closed = true;
+    this.worker.terminate();
+  }
+}

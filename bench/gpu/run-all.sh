@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# The GPU host's benchmark driver: set-up, exports, every benchmark with a time limit, results
+# collected into one folder and packed into $OUT. One failing step never aborts the run: its
+# exit status, time and log tail go into steps.jsonl and the summary.
+#
+#   bash bench/gpu/run-all.sh [phase ...]
+#
+# Phases (default: all):
+#   setup          bun from .device/bun.xz, node_modules from tmp/bench-deps.tar.xz, OpenBLAS from
+#                  .device/debs, the PJRT plugin path: written to $BENCH_WORK/env.sh
+#   export         examples (mlp, cnn, transformer) and ResNet-50 (b1, b32) with --jax-exported
+#                  into $BENCH_WORK/models (skipped per bundle when already there)
+#   compile-load   bench/gpu/pjrt-compile-load.bench.ts          (issue 3)
+#   first-result   bench/gpu/first-result.bench.ts               (issue 3)
+#   worker-start   bench/gpu/worker-start.bench.ts               (issue 5)
+#   memory         bench/gpu/memory-probe.bench.ts               (issue 7)
+#   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
+#   part1 = setup export compile-load first-result cpu
+#   part2 = setup export worker-start memory
+#   all   = setup export compile-load first-result worker-start memory cpu
+# setup and export always run first when a later phase needs them and they have not run.
+#
+# Environment: BENCH_WORK (default <repo>/tmp/bench-gpu; ignored by git, kept between warm
+# device calls), BENCH_DEADLINE_S (default 560: no step starts, and running ones are cut, past
+# it, so the results are always packed), OUT (default $BENCH_WORK/out).
+set -u
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$REPO"
+START=$(date +%s)
+DEADLINE_S=${BENCH_DEADLINE_S:-560}
+WORK=${BENCH_WORK:-$REPO/tmp/bench-gpu}
+OUT=${OUT:-$WORK/out}
+STAMP=$(date -u +%Y-%m-%dT%H-%M-%SZ)
+RES=$WORK/results/$STAMP
+LOGS=$RES/logs
+mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
+STEPS=$RES/steps.jsonl
+export XLASERVE_BENCH_RESULTS=$RES
+export PYTHONUNBUFFERED=1
+
+phases=("$@")
+[ ${#phases[@]} -eq 0 ] && phases=(all)
+expanded=()
+for p in "${phases[@]}"; do
+  case "$p" in
+    all) expanded+=(setup export compile-load first-result worker-start memory cpu) ;;
+    part1) expanded+=(setup export compile-load first-result cpu) ;;
+    part2) expanded+=(setup export worker-start memory) ;;
+    setup|export|compile-load|first-result|worker-start|memory|cpu) expanded+=("$p") ;;
+    -h|--help) sed -n 2,30p "$0"; exit 0 ;;
+    *) echo "unknown phase: $p (setup export compile-load first-result worker-start memory cpu part1 part2 all)" >&2; exit 2 ;;
+  esac
+done
+# setup (and export, for anything that reads bundles) first, once each.
+want() { local x; for x in "${expanded[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+ordered=()
+if [ ${#expanded[@]} -gt 0 ]; then
+  ordered+=(setup)
+  for x in compile-load first-result worker-start memory cpu; do want $x && need_export=1; done
+  { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
+  for x in compile-load first-result worker-start memory cpu; do want $x && ordered+=($x); done
+fi
+echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
+
+elapsed() { echo $(( $(date +%s) - START )); }
+json_str() { python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))' 2>/dev/null || echo '""'; }
+
+# run_step NAME LIMIT_S CMD...: runs with a time limit inside the deadline, logs to $LOGS/NAME.log,
+# appends {step, rc, seconds, timedOut, skipped, tail} to steps.jsonl. Never exits the script.
+run_step() {
+  local name=$1 limit=$2; shift 2
+  local left=$(( DEADLINE_S - $(elapsed) - 15 ))
+  if [ "$left" -lt 20 ]; then
+    echo "== $name: SKIPPED (deadline: $(elapsed)s of ${DEADLINE_S}s used)"
+    echo "{\"step\":\"$name\",\"skipped\":true,\"reason\":\"deadline\"}" >>"$STEPS"
+    return 0
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "== $name (limit ${limit}s, at $(elapsed)s)"
+  local t0=$(date +%s)
+  timeout -k 10 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  local secs=$(( $(date +%s) - t0 ))
+  local timed=false; [ $rc -eq 124 ] || [ $rc -eq 137 ] && timed=true
+  # The lines that matter on the console: ratios, errors, notes, result files.
+  grep -E 'ratio |ERROR|note:|wrote |exported |error:|Error' "$LOGS/$name.log" | cut -c1-300 | head -40
+  echo "   -> rc $rc in ${secs}s$([ $timed = true ] && echo ' (TIMED OUT)')"
+  local tail; tail=$(tail -c 1500 "$LOGS/$name.log" | json_str)
+  echo "{\"step\":\"$name\",\"rc\":$rc,\"seconds\":$secs,\"timedOut\":$timed,\"limit\":$limit,\"tail\":$tail}" >>"$STEPS"
+  return 0
+}
+
+# ---- setup ----------------------------------------------------------------------------------------
+do_setup() {
+  local env=$WORK/env.sh
+  : >"$env.new"
+  # Bun: the repository's node_modules/.bin/bun where it runs, else .device/bun.xz.
+  local bun=""
+  if [ -x "$REPO/node_modules/.bin/bun" ] && "$REPO/node_modules/.bin/bun" --version >/dev/null 2>&1; then
+    bun=$REPO/node_modules/.bin/bun
+  elif command -v bun >/dev/null 2>&1; then
+    bun=$(command -v bun)
+  elif [ -f "$REPO/.device/bun.xz" ]; then
+    mkdir -p "$WORK/bin"
+    [ -x "$WORK/bin/bun" ] || { xz -dc "$REPO/.device/bun.xz" >"$WORK/bin/bun.tmp" && chmod +x "$WORK/bin/bun.tmp" && mv "$WORK/bin/bun.tmp" "$WORK/bin/bun"; }
+    bun=$WORK/bin/bun
+  fi
+  [ -n "$bun" ] || { echo "setup: no bun (carry .device)"; return 1; }
+  echo "export PATH=$(dirname "$bun"):\$PATH" >>"$env.new"
+  # node_modules: what the benchmarks import (tmp/bench-deps.tar.xz from bench/gpu/pack-deps.ts).
+  if [ ! -f "$REPO/node_modules/@sinclair/typebox/package.json" ] || [ ! -f "$REPO/node_modules/elysia/package.json" ]; then
+    if [ -f "$REPO/tmp/bench-deps.tar.xz" ]; then
+      tar -xJf "$REPO/tmp/bench-deps.tar.xz" -C "$REPO" || echo "setup: unpacking tmp/bench-deps.tar.xz failed"
+    else
+      echo "setup: node_modules lacks runtime packages and tmp/bench-deps.tar.xz is missing (run: bun bench/gpu/pack-deps.ts; carry it)"
+    fi
+  fi
+  mkdir -p "$REPO/node_modules/@xlaserve"
+  for p in core backend-pjrt backend-reactant cache server; do
+    [ -e "$REPO/node_modules/@xlaserve/$p" ] || ln -sfn "../../packages/$p" "$REPO/node_modules/@xlaserve/$p"
+  done
+  [ -e "$REPO/node_modules/@xlaserve/worker" ] || ln -sfn ../../apps/worker "$REPO/node_modules/@xlaserve/worker"
+  # OpenBLAS from Debian's .debs (no root install: dpkg -x into a folder).
+  if ls "$REPO"/.device/debs/*.deb >/dev/null 2>&1; then
+    mkdir -p "$WORK/blas"
+    for d in "$REPO"/.device/debs/*.deb; do dpkg -x "$d" "$WORK/blas"; done
+    local so; so=$(find "$WORK/blas" -name 'libopenblas.so.0' | head -1)
+    local gf; gf=$(find "$WORK/blas" -name 'libgfortran.so.5*' | head -1)
+    if [ -n "$so" ]; then
+      echo "export XLASERVE_BLAS_LIBRARY=$so" >>"$env.new"
+      echo "export LD_LIBRARY_PATH=$(dirname "$so")${gf:+:$(dirname "$gf")}\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" >>"$env.new"
+    fi
+  else
+    echo "setup: no .device/debs: the CPU engine will look for a system OpenBLAS"
+  fi
+  # The PJRT CUDA plugin of the jax-cuda13-pjrt package.
+  local plugdir; plugdir=$(python3 -c 'import jax_plugins.xla_cuda13 as p, os; print(os.path.dirname(p.__file__))' 2>/dev/null)
+  if [ -n "$plugdir" ] && [ -f "$plugdir/xla_cuda_plugin.so" ]; then
+    echo "export XLASERVE_PJRT_PLUGIN=$plugdir/xla_cuda_plugin.so" >>"$env.new"
+  else
+    echo "setup: jax_plugins.xla_cuda13 not importable: no PJRT plugin"
+  fi
+  mv "$env.new" "$env"
+  # shellcheck disable=SC1090
+  . "$env"
+  echo "bun $(bun --version 2>&1)"; cat "$env"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv 2>&1 | head -3
+  python3 -c 'import jax, jaxlib, numpy; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "numpy", numpy.__version__, jax.devices())' 2>&1 | tail -1
+  bun -e 'await import("@xlaserve/core"); await import("@xlaserve/backend-pjrt"); console.log("imports ok")' 2>&1 | tail -2
+}
+
+# ---- export ---------------------------------------------------------------------------------------
+exported() { [ -f "$WORK/models/$1/manifest.yaml" ] && ls "$WORK/models/$1"/jax_exported.cuda.b*.bin >/dev/null 2>&1; }
+do_export() {
+  mkdir -p "$WORK/models"
+  local pids=() names=()
+  for m in mlp cnn transformer resnet50; do
+    if exported "$m"; then echo "export $m: already there"; continue; fi
+    rm -rf "$WORK/models/$m"
+    local extra=(); [ "$m" = resnet50 ] && extra=(--batch-sizes 1,32)
+    ( XLA_PYTHON_CLIENT_PREALLOCATE=false python3 tools/export_jax_bundle.py "$m" "$WORK/models/$m.tmp" --jax-exported "${extra[@]}" >"$LOGS/export-$m.log" 2>&1 \
+        && rm -rf "$WORK/models/$m" && mv "$WORK/models/$m.tmp" "$WORK/models/$m" ) &
+    pids+=($!); names+=("$m")
+  done
+  local i rc=0
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then echo "export ${names[$i]}: ok"; else echo "export ${names[$i]}: FAILED"; tail -5 "$LOGS/export-${names[$i]}.log"; rc=1; fi
+  done
+  # Bundle directories must be named like the model; .tmp leftovers are not bundles (no rename).
+  rm -rf "$WORK"/models/*.tmp
+  ls -la "$WORK/models" "$WORK/models/resnet50" 2>&1 | head -30
+  return $rc
+}
+
+for phase in "${ordered[@]}"; do
+  case "$phase" in
+    setup)
+      run_step setup 180 bash -c "$(declare -f do_setup); REPO='$REPO' WORK='$WORK' do_setup"
+      # shellcheck disable=SC1091
+      [ -f "$WORK/env.sh" ] && . "$WORK/env.sh"
+      ;;
+    export)
+      run_step export 300 bash -c "$(declare -f exported do_export); REPO='$REPO' WORK='$WORK' LOGS='$LOGS' do_export"
+      ;;
+    compile-load)
+      run_step compile-load 300 bun bench/gpu/pjrt-compile-load.bench.ts --models "$WORK/models" \
+        --save-serialized "$WORK/serialized" --loads 7 --runs 100 --latency-models resnet50
+      ;;
+    first-result)
+      prog=()
+      [ -f "$WORK/serialized/resnet50.b1.pjrt" ] && prog=(--program "$WORK/serialized/resnet50.b1.pjrt")
+      run_step first-result 240 bun bench/gpu/first-result.bench.ts --bundle "$WORK/models/resnet50" \
+        "${prog[@]}" --runs 3 --jax-cache "$WORK/jax-cache"
+      ;;
+    worker-start)
+      run_step worker-start 330 bun bench/gpu/worker-start.bench.ts --models "$WORK/models" --engine pjrt \
+        --runs 1 --warm-per-cold 3 --keep-repo "$WORK/warm-repo" --timeout-s 280
+      ;;
+    memory)
+      from=()
+      [ -f "$WORK/warm-repo/resnet50/manifest.yaml" ] && from=(--resnet-from "$WORK/warm-repo/resnet50")
+      run_step memory 300 bun bench/gpu/memory-probe.bench.ts --models "$WORK/models" "${from[@]}" \
+        --engine pjrt --requests 5 --timeout-s 240
+      ;;
+    cpu)
+      run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \
+        --only cnn,transformer,resnet50 --cores 0,1 --runs 20 --profile-runs 3
+      ;;
+  esac
+done
+
+# ---- collect ----------------------------------------------------------------------------------------
+label=$(IFS=-; echo "${phases[*]}")
+bun bench/gpu/summarize.ts "$RES" >"$OUT/summary-$label.json" 2>"$LOGS/summarize.log" \
+  || python3 -c 'import json,sys; print(json.dumps({"summarize":"failed"}))' >"$OUT/summary-$label.json"
+tar -czf "$OUT/results-$label.tar.gz" -C "$WORK/results" "$STAMP" 2>/dev/null
+echo "run-all: done in $(elapsed)s; $OUT: $(ls "$OUT" | tr '\n' ' ')"
+bun bench/gpu/summarize.ts "$RES" --text 2>/dev/null | head -60
+exit 0

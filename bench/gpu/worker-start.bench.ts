@@ -1,0 +1,153 @@
+/**
+ * Worker start (issue 5): process start to all models ready (/v2/health/ready answers 200), cold
+ * (a repository copy without .cache/ and an empty state directory: every program compiled) vs
+ * warm (the same repository again: every program loaded from the cache), through the real CLI
+ * (`bun apps/worker/src/main.ts serve`). On the GPU host: the examples plus ResNet-50 through
+ * PJRT; here (--engine reactant) the same code measures the CPU engine.
+ * Also the ResNet-50 program load ms from the worker's "model loaded" log lines (warm starts).
+ *
+ *   bun bench/gpu/worker-start.bench.ts --models DIR [--engine pjrt] [--plugin SO] [--runs 2]
+ *       [--warm-per-cold 2] [--keep-repo DIR] [--timeout-s 400] [--results-dir D]
+ */
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join, resolve } from "node:path";
+import { intFlag, parseFlags } from "../lib/args.ts";
+import { findCudaPlugin } from "../lib/pjrt.ts";
+import { BenchResult, resultsDir } from "../lib/results.ts";
+import { median, round, summarize } from "../lib/stats.ts";
+import { programLoads, repositoryIndex, startWorkerProcess } from "../lib/worker.ts";
+
+const USAGE = `
+bun bench/gpu/worker-start.bench.ts --models DIR [options]
+  --models DIR         source model repository (copied; never written), required
+  --engine E           pjrt (default) | reactant | auto
+  --plugin SO          PJRT plugin (default: $XLASERVE_PJRT_PLUGIN, else jax-cuda13-pjrt's)
+  --runs N             cold starts (default 2); each followed by --warm-per-cold warm starts
+  --warm-per-cold N    warm starts after each cold start (default 2)
+  --keep-repo DIR      leave the warm repository (with .cache/) there for later benchmarks
+  --timeout-s N        limit per start (default 400)
+  --results-dir DIR    where the JSON goes
+`;
+const { values } = parseFlags(USAGE, {
+  models: { type: "string" },
+  engine: { type: "string" },
+  plugin: { type: "string" },
+  runs: { type: "string" },
+  "warm-per-cold": { type: "string" },
+  "keep-repo": { type: "string" },
+  "timeout-s": { type: "string" },
+  "results-dir": { type: "string" },
+});
+if (typeof values.models !== "string") {
+  console.error(`--models is required\n${USAGE}`);
+  process.exit(2);
+}
+const engine = ((values.engine as string | undefined) ?? "pjrt") as "pjrt" | "reactant" | "auto";
+if (!["pjrt", "reactant", "auto"].includes(engine)) {
+  console.error(`--engine must be pjrt, reactant or auto\n${USAGE}`);
+  process.exit(2);
+}
+const source = resolve(values.models);
+const runs = Math.max(1, intFlag(values.runs, 2, "runs"));
+const warmPerCold = Math.max(1, intFlag(values["warm-per-cold"], 2, "warm-per-cold"));
+const timeoutMs = intFlag(values["timeout-s"], 400, "timeout-s") * 1000;
+const work = mkdtempSync(join(tmpdir(), "xlaserve-worker-start-"));
+const repository = join(work, "models");
+const stateDir = join(work, "state");
+
+const result = new BenchResult(`worker-start-${engine}`);
+result.figure("settings", { source, engine, runs, warmPerCold, measure: "spawn -> /v2/health/ready 200" });
+
+let plugin: string | undefined;
+if (engine !== "reactant") {
+  plugin = await result.step("plugin", () => findCudaPlugin(values.plugin as string | undefined));
+  if (engine === "pjrt" && !plugin) {
+    result.write(resultsDir(values["results-dir"] as string | undefined));
+    process.exit(0);
+  }
+}
+
+interface Start {
+  kind: "cold" | "warm";
+  readyMs: number;
+  programs: ReturnType<typeof programLoads>;
+  models: string[];
+}
+const starts: Start[] = [];
+
+async function once(kind: "cold" | "warm", r: number): Promise<void> {
+  await result.step(`${kind} start ${r}`, async () => {
+    const w = await startWorkerProcess({ repository, stateDir, engine, plugin, timeoutMs });
+    try {
+      const programs = programLoads(w.logs);
+      const models = [...new Set(programs.map((p) => p.model))];
+      starts.push({ kind, readyMs: w.readyMs, programs, models });
+      const outcomes = programs.map((p) => p.cache);
+      console.log(
+        `  ${kind} start ${r}: ready at ${w.readyMs.toFixed(1)} ms, ${models.length} models, programs ${outcomes.join(",")}`,
+      );
+      if (kind === "cold" && outcomes.includes("hit")) result.note(`cold start ${r} found cached programs`);
+      if (kind === "warm" && outcomes.some((o) => o !== "hit")) result.note(`warm start ${r} compiled: ${outcomes.join(",")}`);
+      const index = await repositoryIndex(w.url);
+      const notReady = index.filter((e) => e.state !== "READY");
+      if (notReady.length) {
+        result.error(
+          `${kind} start ${r}`,
+          `models not ready: ${notReady.map((e) => `${e.name} (${e.state}: ${e.reason ?? ""})`).join("; ")}`,
+        );
+      }
+      const unready = w.logs.filter((l) => /refused|failed|unloaded/i.test(String(l.msg)) || l.level === "error");
+      if (unready.length) result.figure(`${kind} start ${r} problems`, unready.slice(0, 10));
+    } finally {
+      await w.stop();
+    }
+  });
+}
+
+try {
+  for (let r = 0; r < runs; r++) {
+    rmSync(repository, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
+    cpSync(source, repository, { recursive: true, filter: (src) => basename(src) !== ".cache" });
+    await once("cold", r);
+    for (let k = 0; k < warmPerCold; k++) await once("warm", r * warmPerCold + k);
+  }
+  if (typeof values["keep-repo"] === "string") {
+    const keep = resolve(values["keep-repo"]);
+    rmSync(keep, { recursive: true, force: true });
+    cpSync(repository, keep, { recursive: true });
+    result.note(`warm repository kept at ${keep}`);
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+
+const cold = starts.filter((s) => s.kind === "cold");
+const warm = starts.filter((s) => s.kind === "warm");
+result.figure("coldReadyMs", summarize(cold.map((s) => s.readyMs)));
+result.figure("warmReadyMs", summarize(warm.map((s) => s.readyMs)));
+result.figure("models", cold[0]?.models ?? warm[0]?.models ?? []);
+// Per program: compile ms (cold) and load ms (warm), medians across starts.
+const keys = [...new Set(starts.flatMap((s) => s.programs.map((p) => `${p.model}/${p.file}`)))];
+const perProgram = keys.map((k) => {
+  const pick = (ss: Start[]) => ss.flatMap((s) => s.programs.filter((p) => `${p.model}/${p.file}` === k).map((p) => p.ms));
+  return { program: k, coldMs: summarize(pick(cold)), warmMs: summarize(pick(warm)) };
+});
+result.figure("perProgram", perProgram);
+const coldMed = cold.length ? round(median(cold.map((s) => s.readyMs))) : null;
+const warmMed = warm.length ? round(median(warm.map((s) => s.readyMs))) : null;
+result.ratio("start warm/cold", { label: "warm ready ms", value: warmMed }, { label: "cold ready ms", value: coldMed }, engine === "pjrt" ? "<= 0.1" : undefined);
+result.ratio("start cold/warm (speed-up)", { label: "cold ready ms", value: coldMed }, { label: "warm ready ms", value: warmMed }, engine === "pjrt" ? ">= 10" : undefined);
+const resnet = perProgram.filter((p) => p.program.startsWith("resnet50/"));
+for (const p of resnet) {
+  result.figure(`resnet50 program load ms ${p.program}`, p.warmMs);
+  result.ratio(
+    `${p.program} compile/load (worker)`,
+    { label: "cold compile ms (median)", value: p.coldMs.median },
+    { label: "warm load ms (median)", value: p.warmMs.median },
+  );
+  if (Number.isFinite(p.warmMs.median)) result.figure(`${p.program} load under 50 ms`, p.warmMs.median < 50);
+}
+if (engine !== "reactant" && resnet.length === 0) result.note("no resnet50 program in the worker's logs");
+result.write(resultsDir(values["results-dir"] as string | undefined));

@@ -1,0 +1,315 @@
+/**
+ * HTTP throughput of the MLP example's infer route (JSON body) against a bare Bun.serve endpoint
+ * that reads a same-size request and answers the very same response bytes, in one run: the ratio
+ * is what the worker's HTTP layer and codec (plus the model) cost over Bun itself.
+ *
+ *   bun bench/http.bench.ts [--target worker|registry] [--duration 8] [--connections 16]
+ *                           [--rounds 2] [--generator wrk|bun]
+ *
+ * target worker (default): apps/worker's startWorker over a temp copy of examples/models/mlp on
+ * the CPU engine. target registry: the server package's test registry, whose "mlp" has the same
+ * specs and computes a 64-256-256-10 MLP in TypeScript (for when the worker is unavailable).
+ * target http-only: the same, but the stand-in answers precomputed outputs of the same size, so
+ * the figure is the HTTP layer and codec alone.
+ * The load generator runs in its own process: wrk (Debian package) when installed, else N
+ * keep-alive fetch loops in a Bun subprocess (this file with --generate).
+ * Writes bench/results/http-<date>.json (http-<date>-<target>.json for the stand-in targets).
+ */
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+
+interface LoadResult {
+  /** CPU time of this (server) process per answered request, in microseconds. */
+  serverCpuUsPerRequest?: number;
+  requests: number;
+  errors: number;
+  seconds: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+interface LoadSpec {
+  url: string;
+  body: string;
+  connections: number;
+  seconds: number;
+}
+
+const { values: args } = parseArgs({
+  options: {
+    target: { type: "string", default: "worker" },
+    duration: { type: "string", default: "8" },
+    connections: { type: "string", default: "16" },
+    rounds: { type: "string", default: "2" },
+    generator: { type: "string" },
+    generate: { type: "string" },
+  },
+});
+
+if (args.generate) {
+  // Child mode: run the fetch load loops and print one JSON result line.
+  console.log(JSON.stringify(await fetchLoad(JSON.parse(args.generate) as LoadSpec)));
+  process.exit(0);
+}
+
+const benchDir = import.meta.dir;
+const duration = Number(args.duration);
+const connections = Number(args.connections);
+const rounds = Number(args.rounds);
+const generator = args.generator ?? (Bun.which("wrk") ? "wrk" : "bun");
+
+const requestBody = JSON.stringify({
+  inputs: [
+    {
+      name: "features",
+      shape: [1, 64],
+      datatype: "FP32",
+      data: Array.from({ length: 64 }, (_, i) => Math.round(Math.sin(i) * 1000) / 1000),
+    },
+  ],
+});
+
+const target = await startTarget(args.target as string);
+const inferUrl = `${target.url}/v2/models/mlp/infer`;
+const probe = await fetch(inferUrl, {
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: requestBody,
+});
+const responseText = await probe.text();
+if (probe.status !== 200) throw new Error(`the MLP infer answered ${probe.status}: ${responseText}`);
+
+// The baseline: Bun.serve reading the request body and answering the same bytes.
+const bare = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(request) {
+    await request.text();
+    return new Response(responseText, { headers: { "content-type": "application/json" } });
+  },
+});
+const bareUrl = `http://127.0.0.1:${bare.port}/v2/models/mlp/infer`;
+
+const figures: { bare: LoadResult[]; xlaserve: LoadResult[] } = { bare: [], xlaserve: [] };
+try {
+  for (const url of [bareUrl, inferUrl]) await runLoad({ url, body: requestBody, connections, seconds: 2 }); // warm-up
+  for (let round = 0; round < rounds; round++) {
+    figures.bare.push(await runLoad({ url: bareUrl, body: requestBody, connections, seconds: duration }));
+    figures.xlaserve.push(await runLoad({ url: inferUrl, body: requestBody, connections, seconds: duration }));
+  }
+} finally {
+  bare.stop(true);
+  await target.stop();
+}
+
+const summary = (list: LoadResult[]) => ({
+  rps: round1(mean(list.map((r) => r.rps))),
+  p50Ms: round3(mean(list.map((r) => r.p50Ms))),
+  p99Ms: round3(mean(list.map((r) => r.p99Ms))),
+  serverCpuUsPerRequest: round3(mean(list.map((r) => r.serverCpuUsPerRequest ?? 0))),
+  errors: list.reduce((n, r) => n + r.errors, 0),
+  rounds: list,
+});
+const bareSummary = summary(figures.bare);
+const xlaSummary = summary(figures.xlaserve);
+const ratio = xlaSummary.rps / bareSummary.rps;
+const date = new Date().toISOString();
+const result = {
+  command: `bun bench/http.bench.ts ${process.argv.slice(2).join(" ")}`.trim(),
+  date,
+  machine: {
+    cpu: cpus()[0]?.model ?? "unknown",
+    cores: cpus().length,
+    platform: `${process.platform} ${process.arch}`,
+    bun: Bun.version,
+  },
+  target: target.kind,
+  model: "mlp",
+  request: { bytes: requestBody.length, shape: [1, 64], datatype: "FP32" },
+  response: { bytes: responseText.length },
+  generator,
+  connections,
+  durationSeconds: duration,
+  bare: bareSummary,
+  xlaserve: xlaSummary,
+  ratio: round3(ratio),
+  /** Bare Bun's CPU per request over xlaserve's: the throughput ratio when the server is CPU-bound. */
+  cpuRatio: round3(bareSummary.serverCpuUsPerRequest / xlaSummary.serverCpuUsPerRequest),
+  goal: 0.6,
+};
+mkdirSync(join(benchDir, "results"), { recursive: true });
+const suffix = target.kind === "worker" ? "" : `-${target.kind}`;
+const file = join(benchDir, "results", `http-${date.slice(0, 10)}${suffix}.json`);
+writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+console.log(`target ${target.kind}, generator ${generator}, ${connections} connections, ${rounds} x ${duration} s`);
+console.log(`bare Bun.serve : ${bareSummary.rps} req/s  p50 ${bareSummary.p50Ms} ms  p99 ${bareSummary.p99Ms} ms`);
+console.log(`xlaserve mlp   : ${xlaSummary.rps} req/s  p50 ${xlaSummary.p50Ms} ms  p99 ${xlaSummary.p99Ms} ms`);
+console.log(`ratio ${(ratio * 100).toFixed(1)}% of bare Bun's requests/s (goal 60%) -> ${file}`);
+console.log(
+  `server CPU per request: bare ${bareSummary.serverCpuUsPerRequest} us, xlaserve ${xlaSummary.serverCpuUsPerRequest} us (ratio ${result.cpuRatio})`,
+);
+
+// ---------------------------------------------------------------------------------------------
+
+interface Target {
+  url: string;
+  kind: string;
+  stop(): Promise<void>;
+}
+
+async function startTarget(kind: string): Promise<Target> {
+  if (kind === "registry" || kind === "http-only") {
+    const { createLogger } = await import("@xlaserve/core");
+    const server = await import("@xlaserve/server");
+    const { TestRegistry } = await import("../packages/server/test/support/test-registry.ts");
+    const registry = new TestRegistry();
+    if (kind === "http-only") {
+      const { FunctionModel } = await import("../packages/server/test/support/test-models.ts");
+      const mlp = registry.models.get("mlp") as InstanceType<typeof FunctionModel>;
+      const x = { dtype: "f32" as const, shape: [1, 64], data: new Float32Array(64).fill(0.25) };
+      const fixed = await mlp.infer({ inputs: new Map([["features", x]]) });
+      registry.models.set("mlp", new FunctionModel("mlp", mlp.inputs, mlp.outputs, () => fixed, [1, 8]));
+    }
+    const app = server.createServerApp({
+      registry,
+      logger: createLogger({ level: "warn" }),
+      metrics: new server.Metrics(),
+      config: { maxBodyBytes: 64 * 1024 * 1024 },
+    });
+    const running = server.startServer(app, { host: "127.0.0.1", port: 0 });
+    return { url: running.url, kind, stop: () => running.stop(true) };
+  }
+  const root = mkdtempSync(join(tmpdir(), "xlaserve-http-bench-"));
+  cpSync(resolve(benchDir, "../examples/models/mlp"), join(root, "models", "mlp"), {
+    recursive: true,
+    filter: (src) => !src.includes(".cache"),
+  });
+  const { startWorker } = await import("../apps/worker/src/index.ts");
+  const { createLogger } = await import("@xlaserve/core");
+  const worker = await startWorker({
+    repository: join(root, "models"),
+    host: "127.0.0.1",
+    port: 0,
+    env: {},
+    // error, not warn: wrk drops its connections at the end of a run, and the requests still
+    // queued then are logged as aborted, which is expected here.
+    logger: createLogger({ level: "error" }),
+    config: { cache: { stateDir: join(root, "state") }, repository: { dynamic: false } },
+  });
+  return {
+    url: worker.url,
+    kind: "worker",
+    stop: async () => {
+      await worker.stop();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * One load run. Besides requests/s it records this process's CPU time per request: the servers
+ * live here and the generator does not, so that figure holds even when other work shares the
+ * machine and makes the requests/s noisy.
+ */
+async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const before = process.cpuUsage();
+  const result = generator === "wrk" ? await wrkLoad(spec) : await bunLoad(spec);
+  const cpu = process.cpuUsage(before);
+  return { ...result, serverCpuUsPerRequest: round3((cpu.user + cpu.system) / Math.max(1, result.requests)) };
+}
+
+/** wrk with a POST script; --latency prints the percentiles parsed here. */
+async function wrkLoad(spec: LoadSpec): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), "xlaserve-wrk-"));
+  const script = join(dir, "post.lua");
+  writeFileSync(
+    script,
+    `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = ${JSON.stringify(spec.body)}\n` +
+      "done = function(summary, latency, requests)\n" +
+      '  io.write(string.format("JSON{\\"requests\\":%d,\\"seconds\\":%f,\\"p50\\":%f,\\"p99\\":%f,\\"errors\\":%d}\\n",\n' +
+      "    summary.requests, summary.duration / 1e6, latency:percentile(50) / 1e3, latency:percentile(99) / 1e3,\n" +
+      "    summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))\n" +
+      "end\n",
+  );
+  const proc = Bun.spawn(
+    ["wrk", "-t", "1", "-c", String(spec.connections), "-d", `${spec.seconds}s`, "-s", script, spec.url],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
+  const out = await new Response(proc.stdout).text();
+  await proc.exited;
+  rmSync(dir, { recursive: true, force: true });
+  const line = out.split("\n").find((l) => l.startsWith("JSON{"));
+  if (!line) throw new Error(`wrk printed no result:\n${out}`);
+  const r = JSON.parse(line.slice(4)) as {
+    requests: number;
+    seconds: number;
+    p50: number;
+    p99: number;
+    errors: number;
+  };
+  return {
+    requests: r.requests,
+    errors: r.errors,
+    seconds: r.seconds,
+    rps: r.requests / r.seconds,
+    p50Ms: r.p50,
+    p99Ms: r.p99,
+  };
+}
+
+/** The fetch generator in a child process, so it does not share the server's thread. */
+async function bunLoad(spec: LoadSpec): Promise<LoadResult> {
+  const proc = Bun.spawn([process.execPath, import.meta.path, "--generate", JSON.stringify(spec)], {
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const out = await new Response(proc.stdout).text();
+  if ((await proc.exited) !== 0) throw new Error(`the load generator failed:\n${out}`);
+  return JSON.parse(out.trim().split("\n").pop() as string) as LoadResult;
+}
+
+/** N concurrent keep-alive fetch loops for a bounded time (and at most 10 M requests). */
+async function fetchLoad(spec: LoadSpec): Promise<LoadResult> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const start = performance.now();
+  const deadline = start + spec.seconds * 1000;
+  const headers = { "content-type": "application/json" };
+  const loop = async () => {
+    while (performance.now() < deadline && latencies.length < 10_000_000) {
+      const t0 = performance.now();
+      const response = await fetch(spec.url, { method: "POST", headers, body: spec.body });
+      await response.arrayBuffer();
+      if (response.status !== 200) errors++;
+      latencies.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: spec.connections }, loop));
+  const seconds = (performance.now() - start) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pick = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return {
+    requests: latencies.length,
+    errors,
+    seconds,
+    rps: latencies.length / seconds,
+    p50Ms: pick(0.5),
+    p99Ms: pick(0.99),
+  };
+}
+
+function mean(xs: number[]): number {
+  return xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+}
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

@@ -1,0 +1,166 @@
+/**
+ * Bundle helpers shared by the benchmarks: the module of a batch size, the reference inputs and
+ * outputs written by tools/export_jax_bundle.py (reference.safetensors), zero inputs, weight
+ * upload, and byte comparison of outputs.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import {
+  type AbstractBackend,
+  type Bundle,
+  type BundleModule,
+  type DeviceBuffer,
+  type HostTensor,
+  allocTyped,
+  openSafetensors,
+  tensorBytes,
+  typedAsBytes,
+  zeros,
+} from "@xlaserve/core";
+
+/** The module that runs `batch` (model.b{N}.mlir, or the single model.mlir). Variants: the first. */
+export function moduleFor(bundle: Bundle, batch: number): BundleModule {
+  const exact = bundle.modules.find((m) => m.batchSize === batch && (m.variant === null || m.variant === 0));
+  if (exact) return exact;
+  const single = bundle.modules.find((m) => m.batchSize === null);
+  if (single && bundle.manifest.compiledBatchSizes.includes(batch)) return single;
+  throw new Error(
+    `bundle ${bundle.name} has no module for batch ${batch} (compiled sizes ${bundle.manifest.compiledBatchSizes.join(",")})`,
+  );
+}
+
+export function batchSizes(bundle: Bundle): number[] {
+  return [...bundle.manifest.compiledBatchSizes];
+}
+
+function referenceFile(bundle: Bundle) {
+  const path = join(bundle.dir, "reference.safetensors");
+  return existsSync(path) ? openSafetensors(path, { bundle: bundle.name }) : null;
+}
+
+/** Seeded reference inputs for a batch size, in manifest input order; null where not stored. */
+export function referenceInputs(bundle: Bundle, batch: number): HostTensor[] | null {
+  const ref = referenceFile(bundle);
+  if (!ref) return null;
+  const out: HostTensor[] = [];
+  for (const spec of bundle.manifest.executableInputs) {
+    const key = `b${batch}/inputs/${spec.name}`;
+    if (!ref.tensors.has(key)) return null;
+    out.push(copyTensor(ref.tensor(key)));
+  }
+  return out;
+}
+
+/** XLA's outputs for the reference inputs: `outputs` (CPU) or `outputs_gpu`; null where absent. */
+export function referenceOutputs(bundle: Bundle, batch: number, which: "outputs" | "outputs_gpu"): HostTensor[] | null {
+  const ref = referenceFile(bundle);
+  if (!ref) return null;
+  const out: HostTensor[] = [];
+  for (const spec of bundle.manifest.executableOutputs) {
+    const key = `b${batch}/${which}/${spec.name}`;
+    if (!ref.tensors.has(key)) return null;
+    out.push(copyTensor(ref.tensor(key)));
+  }
+  return out;
+}
+
+/** Zero inputs of the module's exact shapes (from its @main signature, else the manifest). */
+export function zeroInputs(bundle: Bundle, module: BundleModule, batch: number): HostTensor[] {
+  const specs = bundle.manifest.executableInputs;
+  return specs.map((spec, i) => {
+    const sig = module.signature?.args[i];
+    if (sig) return zeros(sig.dtype, sig.shape);
+    const shape = spec.dims.map((d) => {
+      if (d.kind === "batch") return batch;
+      if (d.kind === "fixed") return d.size;
+      throw new Error(`bundle ${bundle.name}: input ${spec.name} has a variable axis; zero inputs need its size`);
+    });
+    return zeros(spec.dtype, shape);
+  });
+}
+
+/** Reference inputs where stored, else zeros; says which. */
+export function inputsFor(
+  bundle: Bundle,
+  module: BundleModule,
+  batch: number,
+): { tensors: HostTensor[]; source: "reference" | "zeros" } {
+  const ref = referenceInputs(bundle, batch);
+  return ref ? { tensors: ref, source: "reference" } : { tensors: zeroInputs(bundle, module, batch), source: "zeros" };
+}
+
+/** A tensor copied into its own ArrayBuffer (never a view into a mapped file). */
+export function copyTensor(t: HostTensor): HostTensor {
+  const data = allocTyped(t.dtype, t.data.length);
+  typedAsBytes(data).set(tensorBytes(t));
+  return { dtype: t.dtype, shape: [...t.shape], data };
+}
+
+export async function uploadAll(backend: AbstractBackend, tensors: readonly HostTensor[]): Promise<DeviceBuffer[]> {
+  const out: DeviceBuffer[] = [];
+  for (const t of tensors) out.push(await backend.upload(t));
+  return out;
+}
+
+/** Uploads every weight in argument order (the call order after the inputs). */
+export async function uploadWeights(backend: AbstractBackend, bundle: Bundle): Promise<DeviceBuffer[]> {
+  const out: DeviceBuffer[] = [];
+  for (const name of bundle.weights.argumentOrder) out.push(await backend.upload(bundle.weights.tensor(name)));
+  return out;
+}
+
+export function disposeAll(buffers: readonly DeviceBuffer[]): void {
+  for (const b of buffers) b.dispose();
+}
+
+export async function downloadAll(backend: AbstractBackend, buffers: readonly DeviceBuffer[]): Promise<HostTensor[]> {
+  const out: HostTensor[] = [];
+  for (const b of buffers) out.push(await backend.download(b));
+  return out;
+}
+
+export interface ByteComparison {
+  readonly identical: boolean;
+  /** Per output: index of the first differing byte, or -1. */
+  readonly firstDiffByte: number[];
+  readonly maxAbsDiff: number[];
+}
+
+/** Byte-for-byte comparison of two output lists (also the largest absolute difference). */
+export function compareOutputs(a: readonly HostTensor[], b: readonly HostTensor[]): ByteComparison {
+  if (a.length !== b.length) throw new Error(`output counts differ: ${a.length} vs ${b.length}`);
+  const firstDiffByte: number[] = [];
+  const maxAbs: number[] = [];
+  for (let i = 0; i < a.length; i++) {
+    const x = tensorBytes(a[i] as HostTensor);
+    const y = tensorBytes(b[i] as HostTensor);
+    let diff = x.byteLength === y.byteLength ? -1 : Math.min(x.byteLength, y.byteLength);
+    if (diff < 0) {
+      for (let k = 0; k < x.byteLength; k++) {
+        if (x[k] !== y[k]) {
+          diff = k;
+          break;
+        }
+      }
+    }
+    firstDiffByte.push(diff);
+    maxAbs.push(maxAbsDiff(a[i] as HostTensor, b[i] as HostTensor));
+  }
+  return { identical: firstDiffByte.every((d) => d < 0), firstDiffByte, maxAbsDiff: maxAbs };
+}
+
+/** Largest |a - b| over elements (numbers or bigints); NaN where shapes differ. */
+export function maxAbsDiff(a: HostTensor, b: HostTensor): number {
+  if (a.data.length !== b.data.length) return Number.NaN;
+  let m = 0;
+  for (let i = 0; i < a.data.length; i++) {
+    const d = Math.abs(Number(a.data[i]) - Number(b.data[i]));
+    if (d > m || Number.isNaN(d)) m = d;
+  }
+  return m;
+}
+
+/** Whether the bundle carries JAX's serialization of a batch size's program (the JAX anchor's input). */
+export function hasJaxExported(bundle: Bundle, platform: string, batch: number): boolean {
+  return existsSync(join(bundle.dir, `jax_exported.${platform}.b${batch}.bin`));
+}

@@ -1,0 +1,14 @@
+import { makeElementwise } from "./packages/backend-reactant/src/kernels/elementwise.ts";
+import { broadcastInDim } from "./packages/backend-reactant/src/kernels/layout.ts";
+const k = makeElementwise("add", ["f32","f32"], "f32", ([a,b]) => `(${a} + ${b})`);
+const n = 4096;
+const a = { type: "f32" as const, shape: [4, 16, 64], data: new Float32Array(n).fill(1) };
+for (let i = 0; i < 1000; i++) k([a, a]);
+let t = performance.now();
+for (let i = 0; i < 1000; i++) k([a, a]);
+console.log("add 4096:", ((performance.now() - t)), "us per call");
+const s = { type: "f32" as const, shape: [64], data: new Float32Array(64).fill(1) };
+for (let i = 0; i < 1000; i++) broadcastInDim(s, [2], [4, 16, 64]);
+t = performance.now();
+for (let i = 0; i < 1000; i++) broadcastInDim(s, [2], [4, 16, 64]);
+console.log("bcast 4096:", ((performance.now() - t)), "us per call");

@@ -1,0 +1,239 @@
+import {
+  type AbstractBackend,
+  type BackendIdentity,
+  type CompileOptions,
+  type DeviceBuffer,
+  type DeviceInfo,
+  type Executable,
+  type HostTensor,
+  type MemoryStats,
+  type ModuleSource,
+  XlaserveError,
+  isXlaserveError,
+} from "@xlaserve/core";
+import { type NDArray, elementCount, slotsPerElement } from "./array.ts";
+import type { Module, TensorType } from "./ir.ts";
+import { parseModule } from "./parser/parser.ts";
+import { Arena } from "./plan/arena.ts";
+import { dtypeOf, elemTypeOf } from "./plan/dtype-map.ts";
+import { type CompiledFunction, Program, release, retain } from "./plan/program.ts";
+import { PLAN_FORMAT_VERSION, deserializeModule, serializeModule } from "./plan/serialize.ts";
+import { type RtValue, isArray } from "./plan/values.ts";
+
+/** Bumped whenever kernels change results, so cached plans of older engines are not reused. */
+export const ENGINE_VERSION = "0.1.0";
+
+export interface ReactantBackendOptions {
+  /** Reported as the device kind; the cache partitions by it. Default "cpu". */
+  readonly deviceKind?: string;
+}
+
+class ReactantBuffer implements DeviceBuffer {
+  private disposed = false;
+  readonly dtype;
+  readonly shape: readonly number[];
+  readonly byteLength: number;
+  readonly device = 0;
+
+  constructor(
+    readonly value: NDArray,
+    private readonly arena: Arena,
+  ) {
+    this.dtype = dtypeOf(value.type);
+    this.shape = [...value.shape];
+    this.byteLength = value.data.byteLength;
+    arena.retain(value.data);
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.arena.release(this.value.data);
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+class ReactantExecutable implements Executable {
+  private disposed = false;
+  readonly outputCount: number;
+
+  constructor(
+    readonly module: Module,
+    readonly entry: CompiledFunction,
+    readonly argTypes: (TensorType | null)[],
+    private readonly arena: Arena,
+  ) {
+    this.outputCount = entry.outputCount;
+    for (const v of entry.constants.values()) retain(arena, v);
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const v of this.entry.constants.values()) release(this.arena, v);
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/**
+ * The CPU engine behind core's AbstractBackend: StableHLO text is parsed, compiled into a plan
+ * and run by the engine's kernels. "Device" memory is host memory; the arena counts it.
+ */
+export function createReactantBackend(options: ReactantBackendOptions = {}): AbstractBackend {
+  const arena = new Arena();
+  let disposed = false;
+  const alive = () => {
+    if (disposed) throw new XlaserveError("DISPOSED", "the reactant backend was disposed");
+  };
+  const identity: BackendIdentity = {
+    backend: "reactant",
+    platform: "cpu",
+    buildId: `plan${PLAN_FORMAT_VERSION}-engine${ENGINE_VERSION}`,
+    runtimeVersion: "none",
+    deviceKind: options.deviceKind ?? "cpu",
+    computeCapability: "none",
+  };
+
+  const load = (module: Module): ReactantExecutable => {
+    try {
+      const program = new Program(module);
+      const name = program.entryName();
+      const entry = program.func(name);
+      const f = module.funcs.find((x) => x.name === name);
+      const argTypes = (f?.args ?? []).map((a) => (a.type.kind === "tensor" ? a.type : null));
+      return new ReactantExecutable(module, entry, argTypes, arena);
+    } catch (e) {
+      if (isXlaserveError(e)) throw e;
+      throw new XlaserveError("COMPILE_FAILED", `compile failed: ${(e as Error).message}`, {}, { cause: e });
+    }
+  };
+
+  return {
+    name: "reactant",
+    identity: () => identity,
+    devices: (): readonly DeviceInfo[] => [{ id: 0, kind: identity.deviceKind, attributes: { platform: "cpu" } }],
+
+    async upload(tensor: HostTensor): Promise<DeviceBuffer> {
+      alive();
+      const type = elemTypeOf(tensor.dtype);
+      const expected = elementCount(tensor.shape) * slotsPerElement(type);
+      if (tensor.data.length !== expected) {
+        throw new XlaserveError(
+          "INVALID_ARGUMENT",
+          `tensor data has ${tensor.data.length} elements, shape needs ${expected}`,
+        );
+      }
+      // Copied: the caller may reuse its memory once upload resolves.
+      const data = tensor.data.slice() as NDArray["data"];
+      return new ReactantBuffer({ type, shape: [...tensor.shape], data }, arena);
+    },
+
+    async download(buffer: DeviceBuffer): Promise<HostTensor> {
+      alive();
+      const b = asBuffer(buffer);
+      return { dtype: b.dtype, shape: [...b.value.shape], data: b.value.data.slice() as HostTensor["data"] };
+    },
+
+    async compile(source: ModuleSource, _options: CompileOptions): Promise<Executable> {
+      alive();
+      if (source.format === "bytecode") {
+        throw new XlaserveError(
+          "UNSUPPORTED",
+          "the CPU engine reads StableHLO text only; MLIR bytecode (portable artifacts) needs the PJRT backend or a text export",
+          { origin: source.origin },
+        );
+      }
+      const text = new TextDecoder().decode(source.bytes);
+      return load(parseModule(text, source.origin ?? "<module>"));
+    },
+
+    async serialize(executable: Executable): Promise<Uint8Array> {
+      alive();
+      return serializeModule(asExecutable(executable).module, { engine: ENGINE_VERSION });
+    },
+
+    async deserialize(bytes: Uint8Array, _options: CompileOptions): Promise<Executable> {
+      alive();
+      const { module, meta } = deserializeModule(bytes);
+      if (meta.engine !== ENGINE_VERSION) {
+        throw new XlaserveError(
+          "CACHE_PARTITION_MISMATCH",
+          `plan written by engine ${String(meta.engine)}, this is ${ENGINE_VERSION}`,
+        );
+      }
+      return load(module);
+    },
+
+    async execute(executable: Executable, args: readonly DeviceBuffer[]): Promise<DeviceBuffer[]> {
+      alive();
+      const exe = asExecutable(executable);
+      if (exe.isDisposed) throw new XlaserveError("DISPOSED", "the executable was disposed");
+      if (args.length !== exe.argTypes.length) {
+        throw new XlaserveError(
+          "INVALID_ARGUMENT",
+          `the program takes ${exe.argTypes.length} arguments, got ${args.length}`,
+        );
+      }
+      const values: RtValue[] = args.map((a, i) => {
+        const b = asBuffer(a);
+        if (b.isDisposed) throw new XlaserveError("DISPOSED", `argument ${i} was disposed`);
+        const t = exe.argTypes[i];
+        if (t && (t.elem !== b.value.type || t.shape.join() !== b.value.shape.join())) {
+          throw new XlaserveError(
+            "INVALID_ARGUMENT",
+            `argument ${i} is ${b.value.type}[${b.value.shape}], the program expects ${t.elem}[${t.shape}]`,
+            { argument: i },
+          );
+        }
+        return b.value;
+      });
+      let results: RtValue[];
+      try {
+        results = exe.entry.invoke(values, { arena, failures: [] });
+      } catch (e) {
+        if (isXlaserveError(e) && e.code !== "INTERNAL") throw e;
+        throw new XlaserveError("EXECUTE_FAILED", `execution failed: ${(e as Error).message}`, {}, { cause: e });
+      }
+      const buffers = results.map((r) => {
+        if (!isArray(r)) throw new XlaserveError("UNSUPPORTED", "tuple and token results are not supported");
+        return new ReactantBuffer(r, arena);
+      });
+      for (const r of results) release(arena, r); // invoke handed them over counted
+      return buffers;
+    },
+
+    memoryStats: (): MemoryStats => ({ inUseBytes: arena.inUseBytes, peakBytes: arena.peakBytes, limitBytes: null }),
+    resetPeakMemory: () => arena.resetPeak(),
+    async dispose(): Promise<void> {
+      disposed = true;
+    },
+  };
+}
+
+function asBuffer(buffer: DeviceBuffer): ReactantBuffer {
+  if (!(buffer instanceof ReactantBuffer)) {
+    throw new XlaserveError("INVALID_ARGUMENT", "the buffer does not belong to the reactant backend");
+  }
+  return buffer;
+}
+
+function asExecutable(executable: Executable): ReactantExecutable {
+  if (!(executable instanceof ReactantExecutable)) {
+    throw new XlaserveError("INVALID_ARGUMENT", "the executable does not belong to the reactant backend");
+  }
+  return executable;
+}

@@ -1,0 +1,20 @@
+/// <reference lib="webworker" />
+import { readFileSync } from "node:fs";
+import { runConformanceText } from "./run-file.ts";
+
+/**
+ * A conformance worker: runs the files it is sent, one at a time, and posts each file's
+ * results. The pool kills and replaces a worker whose file runs past the timeout.
+ */
+declare const self: Worker;
+
+self.onmessage = (event: MessageEvent<{ path: string; name: string }>) => {
+  const { path, name } = event.data;
+  let results: ReturnType<typeof runConformanceText>;
+  try {
+    results = runConformanceText(readFileSync(path, "utf8"), name);
+  } catch (e) {
+    results = [{ file: name, func: null, family: name, status: "failed", detail: `crashed: ${(e as Error).message}` }];
+  }
+  self.postMessage({ path, results });
+};

@@ -1,0 +1,189 @@
+import type { NDArray } from "../array.ts";
+import type { Attr, AttrObject, Op } from "../ir.ts";
+import { isTensorType } from "../ir.ts";
+import type { Kernel, KernelTools } from "../plan/program.ts";
+import { convolution } from "./heavy/convolution.ts";
+import { dotGeneral } from "./heavy/dot-general.ts";
+import { type FftType, fft } from "./heavy/fft.ts";
+import { gather } from "./heavy/gather.ts";
+import { reduceWindow } from "./heavy/reduce-window.ts";
+import { scatter } from "./heavy/scatter.ts";
+import { selectAndScatter } from "./heavy/select-and-scatter.ts";
+import { sort } from "./heavy/sort.ts";
+import { type TransposeKind, triangularSolve } from "./heavy/triangular-solve.ts";
+import { regionInfo } from "./region.ts";
+
+/**
+ * Glue between the plan and the heavy kernels (kernels/heavy/, the kernels teammate's area):
+ * converts the spec-named attributes (ir.ts) into each kernel's attribute object once, at
+ * compile time.
+ */
+
+const nums = (v: Attr | undefined): number[] | undefined =>
+  Array.isArray(v) ? v.map((x) => (typeof x === "boolean" ? (x ? 1 : 0) : Number(x))) : undefined;
+const bools = (v: Attr | undefined): boolean[] | undefined =>
+  Array.isArray(v) ? v.map((x) => x === true || x === 1) : undefined;
+const pairs = (v: Attr | undefined): [number, number][] | undefined =>
+  Array.isArray(v) ? v.map((p) => [Number((p as Attr[])[0]), Number((p as Attr[])[1])] as [number, number]) : undefined;
+const obj = (v: Attr | undefined): AttrObject => (v ?? {}) as AttrObject;
+
+function resultElem(op: Op, i = 0) {
+  const t = op.resultTypes[i];
+  return isTensorType(t) ? t.elem : undefined;
+}
+
+export function dotGeneralKernel(op: Op): Kernel {
+  const d = obj(op.attrs.dot_dimension_numbers);
+  const dims = {
+    lhsBatch: nums(d.lhs_batching_dimensions) ?? [],
+    rhsBatch: nums(d.rhs_batching_dimensions) ?? [],
+    lhsContracting: nums(d.lhs_contracting_dimensions) ?? [],
+    rhsContracting: nums(d.rhs_contracting_dimensions) ?? [],
+  };
+  const resultType = resultElem(op);
+  return ([lhs, rhs]) => [dotGeneral(lhs as NDArray, rhs as NDArray, dims, resultType ?? (lhs as NDArray).type)];
+}
+
+export function convolutionKernel(op: Op): Kernel {
+  const d = obj(op.attrs.dimension_numbers);
+  const attrs = {
+    dims: {
+      inputBatch: Number(d.input_batch_dimension),
+      inputFeature: Number(d.input_feature_dimension),
+      inputSpatial: nums(d.input_spatial_dimensions) ?? [],
+      kernelInputFeature: Number(d.kernel_input_feature_dimension),
+      kernelOutputFeature: Number(d.kernel_output_feature_dimension),
+      kernelSpatial: nums(d.kernel_spatial_dimensions) ?? [],
+      outputBatch: Number(d.output_batch_dimension),
+      outputFeature: Number(d.output_feature_dimension),
+      outputSpatial: nums(d.output_spatial_dimensions) ?? [],
+    },
+    windowStrides: nums(op.attrs.window_strides),
+    padding: pairs(op.attrs.padding),
+    lhsDilation: nums(op.attrs.lhs_dilation),
+    rhsDilation: nums(op.attrs.rhs_dilation),
+    windowReversal: bools(op.attrs.window_reversal),
+    featureGroupCount: Number(op.attrs.feature_group_count ?? 1),
+    batchGroupCount: Number(op.attrs.batch_group_count ?? 1),
+  };
+  const resultType = resultElem(op);
+  return ([lhs, rhs]) => [convolution(lhs as NDArray, rhs as NDArray, attrs, resultType ?? (lhs as NDArray).type)];
+}
+
+function windowAttrs(op: Op) {
+  return {
+    windowDimensions: nums(op.attrs.window_dimensions) ?? [],
+    windowStrides: nums(op.attrs.window_strides),
+    baseDilations: nums(op.attrs.base_dilations),
+    windowDilations: nums(op.attrs.window_dilations),
+    padding: pairs(op.attrs.padding),
+  };
+}
+
+export function reduceWindowKernel(op: Op, tools: KernelTools): Kernel {
+  const attrs = windowAttrs(op);
+  const [block] = tools.regions;
+  const region = op.regions[0];
+  if (!block || !region) throw new Error("reduce_window needs a body region");
+  return (args, frame) => {
+    const n = args.length / 2;
+    return reduceWindow(
+      args.slice(0, n) as NDArray[],
+      args.slice(n) as NDArray[],
+      attrs,
+      regionInfo(block, region, frame),
+    );
+  };
+}
+
+export function selectAndScatterKernel(op: Op, tools: KernelTools): Kernel {
+  const attrs = windowAttrs(op);
+  const [selectBlock, scatterBlock] = tools.regions;
+  const [selectRegion, scatterRegion] = op.regions;
+  if (!selectBlock || !scatterBlock || !selectRegion || !scatterRegion)
+    throw new Error("select_and_scatter needs two regions");
+  return ([operand, source, init], frame) => [
+    selectAndScatter(
+      operand as NDArray,
+      source as NDArray,
+      init as NDArray,
+      attrs,
+      regionInfo(selectBlock, selectRegion, frame),
+      regionInfo(scatterBlock, scatterRegion, frame),
+    ),
+  ];
+}
+
+export function gatherKernel(op: Op): Kernel {
+  const d = obj(op.attrs.dimension_numbers);
+  const dims = {
+    offsetDims: nums(d.offset_dims) ?? [],
+    collapsedSliceDims: nums(d.collapsed_slice_dims) ?? [],
+    operandBatchingDims: nums(d.operand_batching_dims) ?? [],
+    startIndicesBatchingDims: nums(d.start_indices_batching_dims) ?? [],
+    startIndexMap: nums(d.start_index_map) ?? [],
+    indexVectorDim: Number(d.index_vector_dim ?? 0),
+  };
+  const sliceSizes = nums(op.attrs.slice_sizes) ?? [];
+  return ([operand, indices]) => [gather(operand as NDArray, indices as NDArray, dims, sliceSizes)];
+}
+
+export function scatterKernel(op: Op, tools: KernelTools): Kernel {
+  const d = obj(op.attrs.scatter_dimension_numbers);
+  const dims = {
+    updateWindowDims: nums(d.update_window_dims) ?? [],
+    insertedWindowDims: nums(d.inserted_window_dims) ?? [],
+    inputBatchingDims: nums(d.input_batching_dims) ?? [],
+    scatterIndicesBatchingDims: nums(d.scatter_indices_batching_dims) ?? [],
+    scatterDimsToOperandDims: nums(d.scatter_dims_to_operand_dims) ?? [],
+    indexVectorDim: Number(d.index_vector_dim ?? 0),
+  };
+  const [block] = tools.regions;
+  const region = op.regions[0];
+  if (!block || !region) throw new Error("scatter needs an update region");
+  const options = {
+    indicesAreSorted: op.attrs.indices_are_sorted === true,
+    uniqueIndices: op.attrs.unique_indices === true,
+  };
+  return (args, frame) => {
+    const n = (args.length - 1) / 2;
+    return scatter(
+      args.slice(0, n) as NDArray[],
+      args[n] as NDArray,
+      args.slice(n + 1) as NDArray[],
+      dims,
+      regionInfo(block, region, frame),
+      options,
+    );
+  };
+}
+
+export function sortKernel(op: Op, tools: KernelTools): Kernel {
+  const [block] = tools.regions;
+  const region = op.regions[0];
+  if (!block || !region) throw new Error("sort needs a comparator region");
+  const dimension = Number(op.attrs.dimension ?? -1);
+  const isStable = op.attrs.is_stable === true;
+  return (args, frame) => {
+    const rank = (args[0] as NDArray).shape.length;
+    return sort(args as NDArray[], dimension < 0 ? dimension + rank : dimension, regionInfo(block, region, frame), {
+      isStable,
+    });
+  };
+}
+
+export function fftKernel(op: Op): Kernel {
+  const type = String(op.attrs.fft_type) as FftType;
+  const length = nums(op.attrs.fft_length) ?? [];
+  return ([x]) => [fft(x as NDArray, type, length)];
+}
+
+export function triangularSolveKernel(op: Op): Kernel {
+  const attrs = {
+    leftSide: op.attrs.left_side === true,
+    lower: op.attrs.lower === true,
+    unitDiagonal: op.attrs.unit_diagonal === true,
+    transposeA: String(op.attrs.transpose_a ?? "NO_TRANSPOSE") as TransposeKind,
+  };
+  return ([a, b]) => [triangularSolve(a as NDArray, b as NDArray, attrs)];
+}

@@ -1,0 +1,165 @@
+/**
+ * stablehlo.triangular_solve: solves op(a) x = b (left_side) or x op(a) = b for each batch,
+ * by forward or back substitution (complex arithmetic throughout, imaginary parts zero
+ * for real types). Narrow types (f32, f16, bf16, c64) round every step to f32, as XLA's f32
+ * solver does: the exact f64 answer of an ill-conditioned system can differ from XLA's by far
+ * more than rounding, and XLA's answer is the one models were validated against. Only the triangle `lower` names is read;
+ * unit_diagonal treats the diagonal as ones without reading it.
+ */
+import { type ElemType, type NDArray, elementCount, isComplexType } from "../../array.ts";
+import { fromFloats, toFloat64 } from "./element-io.ts";
+import { invalid } from "./errors.ts";
+
+export type TransposeKind = "NO_TRANSPOSE" | "TRANSPOSE" | "ADJOINT";
+
+export interface TriangularSolveAttributes {
+  readonly leftSide: boolean;
+  readonly lower: boolean;
+  readonly unitDiagonal: boolean;
+  readonly transposeA: TransposeKind;
+}
+
+const OP = "triangular_solve";
+
+interface Split {
+  re: Float64Array;
+  im: Float64Array;
+}
+
+function split(a: NDArray): Split {
+  const count = elementCount(a.shape);
+  if (!isComplexType(a.type)) return { re: Float64Array.from(toFloat64(a, OP)), im: new Float64Array(count) };
+  const re = new Float64Array(count);
+  const im = new Float64Array(count);
+  for (let i = 0; i < count; i++) {
+    re[i] = a.data[2 * i] as number;
+    im[i] = a.data[2 * i + 1] as number;
+  }
+  return { re, im };
+}
+
+function join(type: ElemType, shape: number[], x: Split): NDArray {
+  if (!isComplexType(type)) return { type, shape, data: fromFloats(type, x.re, OP) };
+  const data = type === "c64" ? new Float32Array(2 * x.re.length) : new Float64Array(2 * x.re.length);
+  for (let i = 0; i < x.re.length; i++) {
+    data[2 * i] = x.re[i] as number;
+    data[2 * i + 1] = x.im[i] as number;
+  }
+  return { type, shape, data };
+}
+
+/** triangularSolve(a, b, attrs): x with b's shape. */
+export function triangularSolve(a: NDArray, b: NDArray, attrs: TriangularSolveAttributes): NDArray {
+  const rank = a.shape.length;
+  if (rank < 2 || b.shape.length !== rank)
+    throw invalid(OP, `a and b need the same rank >= 2 (got ${rank} and ${b.shape.length})`);
+  const m = a.shape[rank - 1] as number;
+  if (a.shape[rank - 2] !== m) throw invalid(OP, `a must be square in its last two axes, got [${a.shape}]`);
+  if (a.shape.slice(0, -2).join() !== b.shape.slice(0, -2).join()) throw invalid(OP, "a and b batch dimensions differ");
+  const rows = b.shape[rank - 2] as number;
+  const cols = b.shape[rank - 1] as number;
+  if ((attrs.leftSide ? rows : cols) !== m)
+    throw invalid(OP, `b is [${b.shape}] but a is ${m}x${m} on the ${attrs.leftSide ? "left" : "right"}`);
+  const A = split(a);
+  const X = split(b);
+  const batches = elementCount(a.shape.slice(0, -2));
+  const transposed = attrs.transposeA !== "NO_TRANSPOSE";
+  const conjugate = attrs.transposeA === "ADJOINT" ? -1 : 1;
+  // op(a) is lower triangular when a's lower triangle is used untransposed, or its upper one transposed.
+  const opLower = attrs.lower !== transposed;
+  const round = b.type === "f64" || b.type === "c128" ? (v: number) => v : Math.fround;
+  const tr = new Float64Array(m * m);
+  const ti = new Float64Array(m * m);
+  for (let batch = 0; batch < batches; batch++) {
+    // op(a) for this batch, reading only the named triangle.
+    tr.fill(0);
+    ti.fill(0);
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < m; j++) {
+        if (i === j ? attrs.unitDiagonal : attrs.lower ? j > i : j < i) continue;
+        const src = batch * m * m + i * m + j;
+        const dst = transposed ? j * m + i : i * m + j;
+        tr[dst] = A.re[src] as number;
+        ti[dst] = transposed ? conjugate * (A.im[src] as number) : (A.im[src] as number);
+      }
+      if (attrs.unitDiagonal) tr[i * m + i] = 1;
+    }
+    const base = batch * rows * cols;
+    if (attrs.leftSide) solveLeft(tr, ti, m, cols, X, base, opLower, round);
+    else solveRight(tr, ti, m, rows, X, base, opLower, round);
+  }
+  return join(b.type, [...b.shape], X);
+}
+
+/** op(a) x = b, x is m x n, substitution down (lower) or up (upper) the rows. */
+function solveLeft(
+  tr: Float64Array,
+  ti: Float64Array,
+  m: number,
+  n: number,
+  X: Split,
+  base: number,
+  lower: boolean,
+  round: Round,
+): void {
+  for (let step = 0; step < m; step++) {
+    const i = lower ? step : m - 1 - step;
+    for (let c = 0; c < n; c++) {
+      let sr = X.re[base + i * n + c] as number;
+      let si = X.im[base + i * n + c] as number;
+      for (let j = 0; j < m; j++) {
+        if (j === i || (lower ? j > i : j < i)) continue;
+        const ar = tr[i * m + j] as number;
+        const ai = ti[i * m + j] as number;
+        const xr = X.re[base + j * n + c] as number;
+        const xi = X.im[base + j * n + c] as number;
+        sr = round(sr - round(round(ar * xr) - round(ai * xi)));
+        si = round(si - round(round(ar * xi) + round(ai * xr)));
+      }
+      divideInto(X, base + i * n + c, sr, si, tr[i * m + i] as number, ti[i * m + i] as number, round);
+    }
+  }
+}
+
+/** x op(a) = b, x is n x m: column j of x needs the columns k that op(a) links to it. */
+function solveRight(
+  tr: Float64Array,
+  ti: Float64Array,
+  m: number,
+  n: number,
+  X: Split,
+  base: number,
+  lower: boolean,
+  round: Round,
+): void {
+  for (let step = 0; step < m; step++) {
+    const j = lower ? m - 1 - step : step;
+    for (let r = 0; r < n; r++) {
+      let sr = X.re[base + r * m + j] as number;
+      let si = X.im[base + r * m + j] as number;
+      for (let k = 0; k < m; k++) {
+        if (k === j || (lower ? k < j : k > j)) continue;
+        const ar = tr[k * m + j] as number;
+        const ai = ti[k * m + j] as number;
+        const xr = X.re[base + r * m + k] as number;
+        const xi = X.im[base + r * m + k] as number;
+        sr = round(sr - round(round(xr * ar) - round(xi * ai)));
+        si = round(si - round(round(xr * ai) + round(xi * ar)));
+      }
+      divideInto(X, base + r * m + j, sr, si, tr[j * m + j] as number, ti[j * m + j] as number, round);
+    }
+  }
+}
+
+type Round = (value: number) => number;
+
+function divideInto(X: Split, at: number, nr: number, ni: number, dr: number, di: number, round: Round): void {
+  if (di === 0) {
+    X.re[at] = round(nr / dr);
+    X.im[at] = round(ni / dr);
+    return;
+  }
+  const d = round(round(dr * dr) + round(di * di));
+  X.re[at] = round(round(round(nr * dr) + round(ni * di)) / d);
+  X.im[at] = round(round(round(ni * dr) - round(nr * di)) / d);
+}

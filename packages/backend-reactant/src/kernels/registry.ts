@@ -1,0 +1,247 @@
+import { XlaserveError } from "@xlaserve/core";
+import type { NDArray } from "../array.ts";
+import type { Attr, Op } from "../ir.ts";
+import { isTensorType } from "../ir.ts";
+import type { Kernel, KernelTools } from "../plan/program.ts";
+import { TOKEN } from "../plan/values.ts";
+import { controlKernel } from "./control.ts";
+import {
+  BINARY_OPS,
+  UNARY_OPS,
+  binaryKernel,
+  clampKernel,
+  compareKernel,
+  complexKernel,
+  convertKernel,
+  nextAfterKernel,
+  realImagKernel,
+  reducePrecisionKernel,
+  selectKernel,
+  unaryKernel,
+} from "./elementwise-ops.ts";
+import { unsupported } from "./errors.ts";
+import {
+  convolutionKernel,
+  dotGeneralKernel,
+  fftKernel,
+  gatherKernel,
+  reduceWindowKernel,
+  scatterKernel,
+  selectAndScatterKernel,
+  sortKernel,
+  triangularSolveKernel,
+} from "./heavy-adapters.ts";
+import { bitcastConvert } from "./bitcast.ts";
+import { checkKernel } from "./check-ops.ts";
+import * as layout from "./layout.ts";
+import { reduce } from "./reduce.ts";
+import { regionInfo } from "./region.ts";
+import { rngBitGenerator } from "./rng.ts";
+import { mulhi } from "./mulhi.ts";
+import { scan } from "./scan.ts";
+import { topK } from "./top-k.ts";
+
+/**
+ * Turns one op into its kernel at compile time: attributes are read and checked here, once,
+ * so the kernel closure does only the work.
+ */
+
+/** Ops that exist only for multi-device or host-communication programs (README: out of scope). */
+const OUT_OF_SCOPE = new Set([
+  "all_gather",
+  "all_reduce",
+  "all_to_all",
+  "collective_broadcast",
+  "collective_permute",
+  "reduce_scatter",
+  "infeed",
+  "outfeed",
+  "send",
+  "recv",
+  "uniform_quantize",
+  "uniform_dequantize",
+  "dynamic_broadcast_in_dim",
+  "dynamic_conv",
+  "dynamic_gather",
+  "dynamic_iota",
+  "dynamic_pad",
+  "dynamic_reshape",
+  "real_dynamic_slice",
+]);
+
+const ints = (v: Attr | undefined, what: string, op: Op): number[] => {
+  if (!Array.isArray(v))
+    throw new XlaserveError("MODULE_INVALID", `${op.name} needs the ${what} attribute`, { op: op.name });
+  return v.map(Number);
+};
+
+function resultShape(op: Op, i = 0): number[] {
+  const t = op.resultTypes[i];
+  if (!isTensorType(t))
+    throw new XlaserveError("MODULE_INVALID", `${op.name} needs a tensor result type`, { op: op.name });
+  return t.shape;
+}
+
+/** Scalar index operands (dynamic_slice starts) as numbers. */
+function indexValues(args: unknown[]): number[] {
+  return args.map((a) => Number((a as NDArray).data[0]));
+}
+
+export function buildKernel(op: Op, tools: KernelTools): Kernel {
+  const [dialect, name = ""] = splitName(op.name);
+  if (dialect === "stablehlo" || dialect === "chlo") {
+    if (BINARY_OPS.has(name)) return binaryKernel(name);
+    if (UNARY_OPS.has(name)) return unaryKernel(name);
+  }
+  if (dialect === "check") return checkKernel(op);
+  if (dialect === "func" || dialect === "stablehlo") {
+    const control = controlKernel(op, tools);
+    if (control) return control;
+  }
+  const a = op.attrs;
+  switch (op.name) {
+    case "stablehlo.constant": {
+      const value = a.value as NDArray;
+      return () => [value];
+    }
+    case "stablehlo.compare":
+      return compareKernel(op);
+    case "stablehlo.select":
+      return selectKernel();
+    case "stablehlo.clamp":
+      return clampKernel();
+    case "stablehlo.convert": {
+      const t = op.resultTypes[0];
+      if (!isTensorType(t)) throw unsupported("convert", "convert needs a tensor result type");
+      return convertKernel(t.elem);
+    }
+    case "stablehlo.bitcast_convert": {
+      const t = op.resultTypes[0];
+      if (!isTensorType(t)) throw unsupported("bitcast_convert", "needs a tensor result type");
+      return ([x]) => [bitcastConvert(x as NDArray, t)];
+    }
+    case "stablehlo.reduce_precision":
+      return reducePrecisionKernel(op);
+    case "stablehlo.real":
+    case "stablehlo.imag":
+      return realImagKernel(op.name === "stablehlo.real" ? "real" : "imag");
+    case "stablehlo.complex":
+      return complexKernel();
+    case "chlo.next_after":
+      return nextAfterKernel();
+    case "stablehlo.broadcast_in_dim": {
+      const dims = ints(a.broadcast_dimensions, "broadcast_dimensions", op);
+      const shape = resultShape(op);
+      return ([x]) => [layout.broadcastInDim(x as NDArray, dims, shape)];
+    }
+    case "stablehlo.reshape": {
+      const shape = resultShape(op);
+      return ([x]) => [layout.reshape(x as NDArray, shape)];
+    }
+    case "stablehlo.transpose": {
+      const perm = ints(a.permutation, "permutation", op);
+      return ([x]) => [layout.transpose(x as NDArray, perm)];
+    }
+    case "stablehlo.slice": {
+      const start = ints(a.start_indices, "start_indices", op);
+      const limit = ints(a.limit_indices, "limit_indices", op);
+      const step = Array.isArray(a.strides) ? a.strides.map(Number) : start.map(() => 1);
+      return ([x]) => [layout.slice(x as NDArray, start, limit, step)];
+    }
+    case "stablehlo.dynamic_slice": {
+      const sizes = ints(a.slice_sizes, "slice_sizes", op);
+      return ([x, ...starts]) => [layout.dynamicSlice(x as NDArray, indexValues(starts), sizes)];
+    }
+    case "stablehlo.dynamic_update_slice":
+      return ([x, update, ...starts]) => [
+        layout.dynamicUpdateSlice(x as NDArray, update as NDArray, indexValues(starts)),
+      ];
+    case "stablehlo.concatenate": {
+      const dim = Number(a.dimension);
+      return (args) => [layout.concatenate(args as NDArray[], dim)];
+    }
+    case "stablehlo.pad": {
+      const low = ints(a.edge_padding_low, "edge_padding_low", op);
+      const high = ints(a.edge_padding_high, "edge_padding_high", op);
+      const interior = Array.isArray(a.interior_padding) ? a.interior_padding.map(Number) : low.map(() => 0);
+      return ([x, v]) => [layout.pad(x as NDArray, v as NDArray, low, high, interior)];
+    }
+    case "stablehlo.reverse": {
+      const dims = ints(a.dimensions, "dimensions", op);
+      return ([x]) => [layout.reverse(x as NDArray, dims)];
+    }
+    case "stablehlo.iota": {
+      const t = op.resultTypes[0];
+      if (!isTensorType(t)) throw unsupported("iota", "needs a tensor result type");
+      const dim = Number(a.iota_dimension ?? 0);
+      return () => [layout.iota(t.elem, t.shape, dim)];
+    }
+    case "stablehlo.get_dimension_size": {
+      const dim = Number(a.dimension);
+      return ([x]) => [{ type: "i32", shape: [], data: new Int32Array([(x as NDArray).shape[dim] as number]) }];
+    }
+    case "stablehlo.reduce": {
+      const dims = ints(a.dimensions, "dimensions", op);
+      const [block] = tools.regions;
+      const region = op.regions[0];
+      if (!block || !region) throw new XlaserveError("MODULE_INVALID", "stablehlo.reduce needs a body region");
+      return (args, frame) => {
+        const n = args.length / 2;
+        return reduce(
+          args.slice(0, n) as NDArray[],
+          args.slice(n) as NDArray[],
+          dims,
+          regionInfo(block, region, frame),
+        );
+      };
+    }
+    case "stablehlo.rng_bit_generator": {
+      const algorithm = String(a.rng_algorithm ?? "DEFAULT");
+      const t = op.resultTypes[1];
+      if (!isTensorType(t)) throw unsupported("rng_bit_generator", "needs a tensor output type");
+      return ([state]) => rngBitGenerator(algorithm, state as NDArray, t);
+    }
+    case "chlo.scan": {
+      const [block] = tools.regions;
+      if (!block) throw new XlaserveError("MODULE_INVALID", "chlo.scan needs a body region");
+      const inputCount = Number(a.input_count ?? 1);
+      const dim = Number(a.dimension ?? 0);
+      const reverse = a.is_reverse === true;
+      return (args, frame) => scan(args as NDArray[], inputCount, dim, reverse, block, frame);
+    }
+    case "chlo.mulhi":
+      return ([x, y]) => [mulhi(x as NDArray, y as NDArray)];
+    case "chlo.top_k": {
+      const k = Number(a.k);
+      return ([x]) => topK(x as NDArray, k);
+    }
+    case "stablehlo.after_all":
+    case "stablehlo.create_token":
+      return () => [TOKEN];
+    case "stablehlo.dot_general":
+      return dotGeneralKernel(op);
+    case "stablehlo.convolution":
+      return convolutionKernel(op);
+    case "stablehlo.reduce_window":
+      return reduceWindowKernel(op, tools);
+    case "stablehlo.select_and_scatter":
+      return selectAndScatterKernel(op, tools);
+    case "stablehlo.gather":
+      return gatherKernel(op);
+    case "stablehlo.scatter":
+      return scatterKernel(op, tools);
+    case "stablehlo.sort":
+      return sortKernel(op, tools);
+    case "stablehlo.fft":
+      return fftKernel(op);
+    case "stablehlo.triangular_solve":
+      return triangularSolveKernel(op);
+  }
+  if (OUT_OF_SCOPE.has(name)) throw unsupported(name, `${op.name} is out of scope for the CPU engine (see README)`);
+  throw unsupported(op.name, `${op.name} is not supported`);
+}
+
+function splitName(name: string): [string, string | undefined] {
+  const dot = name.indexOf(".");
+  return dot < 0 ? [name, undefined] : [name.slice(0, dot), name.slice(dot + 1)];
+}

@@ -1,0 +1,15 @@
+import { loadExample } from "./packages/backend-reactant/test/helpers/bundles.ts";
+import { parseModule } from "./packages/backend-reactant/src/parser/parser.ts";
+import { Program, type OpTime } from "./packages/backend-reactant/src/plan/program.ts";
+import { Arena } from "./packages/backend-reactant/src/plan/arena.ts";
+const [m, b] = [process.argv[2]!, Number(process.argv[3])];
+const c = loadExample(m, b);
+const prog = new Program(parseModule(c.mlir, m));
+const f = prog.func(prog.entryName());
+const arena = new Arena();
+for (let i = 0; i < 5; i++) f.invoke(c.args, { arena, failures: [] });
+const profile = new Map<string, OpTime>();
+const N = 10; const t0 = performance.now();
+for (let i = 0; i < N; i++) f.invoke(c.args, { arena, failures: [], profile });
+console.log(m, b, ((performance.now() - t0) / N).toFixed(2), "ms/run");
+for (const [k, v] of [...profile].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12)) console.log(k.padEnd(30), (v.ms / N).toFixed(3), v.count / N);
