@@ -142,3 +142,42 @@ report(
   2 * 112 * 112 * 64 * 147,
   time(10, () => convolution(stemInput, stemKernel, stemAttrs)),
 );
+
+/** Every convolution of ResNet-50 v1.5 at batch 1 (NHWC / HWIO), with its repeat count. */
+function resnet50Convs(): { h: number; cin: number; cout: number; k: number; stride: number; repeat: number }[] {
+  const layers = [{ h: 224, cin: 3, cout: 64, k: 7, stride: 2, repeat: 1 }];
+  const stages = [
+    { h: 56, width: 64, blocks: 3, inFirst: 64, stride: 1 },
+    { h: 56, width: 128, blocks: 4, inFirst: 256, stride: 2 },
+    { h: 28, width: 256, blocks: 6, inFirst: 512, stride: 2 },
+    { h: 14, width: 512, blocks: 3, inFirst: 1024, stride: 2 },
+  ];
+  for (const s of stages) {
+    const out = s.width * 4;
+    const hOut = s.h / s.stride;
+    // First block: 1x1 reduce, strided 3x3, 1x1 expand, strided 1x1 projection.
+    layers.push({ h: s.h, cin: s.inFirst, cout: s.width, k: 1, stride: 1, repeat: 1 });
+    layers.push({ h: s.h, cin: s.width, cout: s.width, k: 3, stride: s.stride, repeat: 1 });
+    layers.push({ h: hOut, cin: s.width, cout: out, k: 1, stride: 1, repeat: 1 });
+    layers.push({ h: s.h, cin: s.inFirst, cout: out, k: 1, stride: s.stride, repeat: 1 });
+    // The other blocks.
+    layers.push({ h: hOut, cin: out, cout: s.width, k: 1, stride: 1, repeat: s.blocks - 1 });
+    layers.push({ h: hOut, cin: s.width, cout: s.width, k: 3, stride: 1, repeat: s.blocks - 1 });
+    layers.push({ h: hOut, cin: s.width, cout: out, k: 1, stride: 1, repeat: s.blocks - 1 });
+  }
+  return layers;
+}
+
+let totalSeconds = 0;
+let totalFlops = 0;
+for (const layer of resnet50Convs()) {
+  const pad = Math.floor(layer.k / 2);
+  const x: NDArray = { type: "f32", shape: [1, layer.h, layer.h, layer.cin], data: random(layer.h * layer.h * layer.cin) };
+  const w: NDArray = { type: "f32", shape: [layer.k, layer.k, layer.cin, layer.cout], data: random(layer.k * layer.k * layer.cin * layer.cout) };
+  const layerAttrs: ConvAttributes = { ...attrs, windowStrides: [layer.stride, layer.stride], padding: [[pad, pad], [pad, pad]] };
+  const seconds = time(3, () => convolution(x, w, layerAttrs));
+  const hOut = Math.ceil(layer.h / layer.stride);
+  totalSeconds += seconds * layer.repeat;
+  totalFlops += 2 * hOut * hOut * layer.cout * layer.k * layer.k * layer.cin * layer.repeat;
+}
+report("ResNet-50 all 53 convolutions, batch 1", totalFlops, totalSeconds);

@@ -138,7 +138,10 @@ const result: Record<string, unknown> = { date: new Date().toISOString(), engine
   const loads: Record<string, unknown> = {};
   for (const m of w.registry.models()) {
     const inputs = new Map<string, HostTensor>(
-      m.inputs.map((s, i) => [s.name, zeros(s.dtype, m.inputShape(i, m.variants()[0] ?? null, m.compiledBatchSizes[0] ?? 1))]),
+      m.inputs.map((s, i) => [
+        s.name,
+        zeros(s.dtype, m.inputShape(i, m.variants()[0] ?? null, m.compiledBatchSizes[0] ?? 1)),
+      ]),
     );
     const ms: number[] = [];
     for (let i = 0; i < Number(values.loads); i++) {

@@ -99,8 +99,11 @@ result.figure("settings", {
 const backend = await result.step("createReactantBackend", async () => {
   // A variable specifier: the engine package is being written alongside this benchmark.
   const spec = "@xlaserve/backend-reactant";
-  const mod = (await import(spec)) as { createReactantBackend?: (o?: unknown) => AbstractBackend | Promise<AbstractBackend> };
-  if (typeof mod.createReactantBackend !== "function") throw new Error("@xlaserve/backend-reactant exports no createReactantBackend");
+  const mod = (await import(spec)) as {
+    createReactantBackend?: (o?: unknown) => AbstractBackend | Promise<AbstractBackend>;
+  };
+  if (typeof mod.createReactantBackend !== "function")
+    throw new Error("@xlaserve/backend-reactant exports no createReactantBackend");
   return await mod.createReactantBackend();
 });
 
@@ -172,7 +175,13 @@ async function engineSide(be: AbstractBackend, bundle: Bundle, entry: Record<str
   const host = await downloadAll(be, first);
   disposeAll(first);
   const ref = source === "reference" ? referenceOutputs(bundle, batch, "outputs") : null;
-  if (ref) entry.maxAbsDiffVsXlaCpuReference = compareOutputs(host, ref).maxAbsDiff;
+  if (ref) {
+    try {
+      entry.maxAbsDiffVsXlaCpuReference = compareOutputs(host, ref).maxAbsDiff;
+    } catch (err) {
+      entry.maxAbsDiffVsXlaCpuReference = String(err instanceof Error ? err.message : err);
+    }
+  }
   for (let i = 0; i < warmup; i++) disposeAll(await be.execute(exe, args));
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -182,7 +191,9 @@ async function engineSide(be: AbstractBackend, bundle: Bundle, entry: Record<str
     disposeAll(outs);
   }
   entry.engineMs = summarize(times);
-  console.log(`${bundle.name} b${batch}: engine median ${median(times).toFixed(2)} ms over ${runs} runs (compile ${entry.compileMs} ms)`);
+  console.log(
+    `${bundle.name} b${batch}: engine median ${median(times).toFixed(2)} ms over ${runs} runs (compile ${entry.compileMs} ms)`,
+  );
   if (profileRuns > 0) entry.profile = await profile(be, exe, args);
   disposeAll(args);
   exe.dispose();
@@ -206,7 +217,10 @@ interface StepLike {
 async function profile(be: AbstractBackend, exe: Executable, args: Parameters<AbstractBackend["execute"]>[1]) {
   const steps = findSteps(exe);
   if (steps.length === 0) {
-    return { available: false, reason: "no execution plan steps reachable from the executable; the engine needs a profiling hook" };
+    return {
+      available: false,
+      reason: "no execution plan steps reachable from the executable; the engine needs a profiling hook",
+    };
   }
   const totals = new Map<string, { ms: number; calls: number }>();
   const stack: number[] = [];
@@ -252,9 +266,13 @@ async function profile(be: AbstractBackend, exe: Executable, args: Parameters<Ab
     }))
     .sort((a, b) => b.msPerRun - a.msPerRun);
   const covered = ops.reduce((a, o) => a + o.msPerRun, 0);
-  console.log(`  per-op profile (exclusive ms per run, ${profileRuns} runs, wall ${round(wallTotal / profileRuns)} ms):`);
+  console.log(
+    `  per-op profile (exclusive ms per run, ${profileRuns} runs, wall ${round(wallTotal / profileRuns)} ms):`,
+  );
   for (const o of ops.slice(0, 12)) {
-    console.log(`    ${o.op.padEnd(36)} ${o.msPerRun.toFixed(3).padStart(10)} ms  ${(o.share * 100).toFixed(1).padStart(5)}%  x${o.callsPerRun}`);
+    console.log(
+      `    ${o.op.padEnd(36)} ${o.msPerRun.toFixed(3).padStart(10)} ms  ${(o.share * 100).toFixed(1).padStart(5)}%  x${o.callsPerRun}`,
+    );
   }
   return {
     available: true,
@@ -275,7 +293,13 @@ function findSteps(root: unknown): StepLike[] {
     const list = (block as { steps?: unknown }).steps;
     if (!Array.isArray(list)) return;
     for (const s of list) {
-      if (s && typeof s === "object" && typeof (s as StepLike).kernel === "function" && (s as StepLike).op && !stepSet.has(s)) {
+      if (
+        s &&
+        typeof s === "object" &&
+        typeof (s as StepLike).kernel === "function" &&
+        (s as StepLike).op &&
+        !stepSet.has(s)
+      ) {
         stepSet.add(s);
         steps.push(s as StepLike);
       }

@@ -10,7 +10,7 @@
  * prepare: compile the batch-1 module and write its serialization (what the cache would hold).
  */
 import { writeFileSync } from "node:fs";
-import { loadBundle } from "@xlaserve/core";
+import { loadBundle, tensorBytes } from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
 import { downloadAll, inputsFor, moduleFor, uploadAll, uploadWeights } from "../lib/bundle-io.ts";
 
@@ -35,6 +35,7 @@ if (mode === "prepare") {
   const outs = await backend.execute(exe, [...inputs, ...weights]);
   const host = await downloadAll(backend, outs);
   const inProcessMs = performance.now();
-  console.log(JSON.stringify({ mode: "first-result", inProcessMs, outputElements: host.map((h) => h.data.length) }));
+  const outputsSha256 = host.map((h) => new Bun.CryptoHasher("sha256").update(tensorBytes(h)).digest("hex"));
+  console.log(JSON.stringify({ mode: "first-result", inProcessMs, outputsSha256 }));
 }
 await backend.dispose();

@@ -49,12 +49,20 @@ const jaxCache = resolve((values["jax-cache"] as string | undefined) ?? join(wor
 const CHILD = join(import.meta.dir, "first-result-child.ts");
 
 const result = new BenchResult("first-result");
-result.figure("settings", { bundleDir, program, runs, jaxCache, measure: "spawn -> result line on stdout (wall clock)" });
+result.figure("settings", {
+  bundleDir,
+  program,
+  runs,
+  jaxCache,
+  measure: "spawn -> result line on stdout (wall clock)",
+});
 
 const pluginPath = await result.step("plugin", () => findCudaPlugin(values.plugin as string | undefined));
 if (pluginPath && !existsSync(program)) {
   await result.step("prepare serialized program", async () => {
-    const p = await runProcess([process.execPath, CHILD, "prepare", pluginPath, bundleDir, program], { timeoutMs: 300_000 });
+    const p = await runProcess([process.execPath, CHILD, "prepare", pluginPath, bundleDir, program], {
+      timeoutMs: 300_000,
+    });
     if (p.code !== 0) throw new Error(describeFailure(p));
     result.note(`serialized program compiled now (${round(p.wallMs)} ms process) into ${program}`);
   });
@@ -67,22 +75,30 @@ else {
     const warm = await runAnchor({ mode: "first-result", bundleDir, batch: 1, platform: "cuda", cacheDir: jaxCache });
     if (!warm.ok) throw new Error(warm.error ?? "failed");
     const entries = existsSync(jaxCache) ? readdirSync(jaxCache).length : 0;
-    result.figure("jaxCacheWarmup", { resultLineMs: round(warm.resultLineMs ?? Number.NaN), wallMs: round(warm.wallMs), cacheEntries: entries });
+    result.figure("jaxCacheWarmup", {
+      resultLineMs: round(warm.resultLineMs ?? Number.NaN),
+      wallMs: round(warm.wallMs),
+      cacheEntries: entries,
+    });
     if (entries === 0) result.note("the JAX cache directory is empty after warming: JAX's runs below compile");
   });
 }
 
 const ours: { resultLineMs: number; wallMs: number; inProcessMs: number }[] = [];
+const hashes: string[] = [];
 const jaxDefault: { resultLineMs: number; wallMs: number; inProcessMs: number }[] = [];
 const jaxNoPrealloc: { resultLineMs: number; wallMs: number; inProcessMs: number }[] = [];
 for (let r = 0; r < runs; r++) {
   if (pluginPath && existsSync(program)) {
     await result.step(`xlaserve start ${r}`, async () => {
-      const p = await runProcess([process.execPath, CHILD, "first", pluginPath, bundleDir, program], { timeoutMs: 120_000 });
+      const p = await runProcess([process.execPath, CHILD, "first", pluginPath, bundleDir, program], {
+        timeoutMs: 120_000,
+      });
       const json = lastJsonLine(p.stdout);
       const line = p.stdoutLines.find((l) => l.line.startsWith("{"));
       if (p.code !== 0 || !json || !line) throw new Error(describeFailure(p));
       ours.push({ resultLineMs: line.atMs, wallMs: p.wallMs, inProcessMs: json.inProcessMs as number });
+      hashes.push((json.outputsSha256 as string[] | undefined)?.join(",") ?? "");
       console.log(`  xlaserve start ${r}: first result at ${line.atMs.toFixed(1)} ms (exit ${p.wallMs.toFixed(1)} ms)`);
     });
   }
@@ -92,10 +108,19 @@ for (let r = 0; r < runs; r++) {
       ["jax preallocate=false", { XLA_PYTHON_CLIENT_PREALLOCATE: "false" }, jaxNoPrealloc],
     ] as const) {
       await result.step(`${label} start ${r}`, async () => {
-        const a = await runAnchor({ mode: "first-result", bundleDir, batch: 1, platform: "cuda", cacheDir: jaxCache, env: { ...env } });
+        const a = await runAnchor({
+          mode: "first-result",
+          bundleDir,
+          batch: 1,
+          platform: "cuda",
+          cacheDir: jaxCache,
+          env: { ...env },
+        });
         if (!a.ok || a.resultLineMs === null) throw new Error(a.error ?? "no result line");
         into.push({ resultLineMs: a.resultLineMs, wallMs: a.wallMs, inProcessMs: a.result?.in_process_ms as number });
-        console.log(`  ${label} start ${r}: first result at ${a.resultLineMs.toFixed(1)} ms (exit ${a.wallMs.toFixed(1)} ms)`);
+        console.log(
+          `  ${label} start ${r}: first result at ${a.resultLineMs.toFixed(1)} ms (exit ${a.wallMs.toFixed(1)} ms)`,
+        );
       });
     }
   }
@@ -107,10 +132,18 @@ const fig = (xs: typeof ours) => ({
   inProcessMs: summarize(xs.map((x) => x.inProcessMs)),
 });
 result.figure("xlaserve", fig(ours));
+// One serialized program loaded by several fresh processes must give the same bytes every time.
+result.figure("outputsSha256", hashes);
+result.figure("outputsIdenticalAcrossFreshProcesses", hashes.length > 1 ? new Set(hashes).size === 1 : null);
 result.figure("jaxDefault", fig(jaxDefault));
 result.figure("jaxPreallocateFalse", fig(jaxNoPrealloc));
 const m = (xs: typeof ours) => (xs.length ? round(median(xs.map((x) => x.resultLineMs))) : null);
-result.ratio("first result xlaserve/jax(default)", { label: "xlaserve ms", value: m(ours) }, { label: "jax warm-cache ms", value: m(jaxDefault) }, "<= 0.25");
+result.ratio(
+  "first result xlaserve/jax(default)",
+  { label: "xlaserve ms", value: m(ours) },
+  { label: "jax warm-cache ms", value: m(jaxDefault) },
+  "<= 0.25",
+);
 const best = [m(jaxDefault), m(jaxNoPrealloc)].filter((x): x is number => x !== null);
 result.ratio(
   "first result xlaserve/jax(best setting)",

@@ -67,7 +67,10 @@ const CHILD = join(import.meta.dir, "memory-probe-child.ts");
 
 const result = new BenchResult(`memory-probe-${engine}`);
 result.figure("settings", { modelsDir, added, addedFrom, engine, requests });
-const plugin = engine === "pjrt" ? await result.step("plugin", () => findCudaPlugin(values.plugin as string | undefined)) : undefined;
+const plugin =
+  engine === "pjrt"
+    ? await result.step("plugin", () => findCudaPlugin(values.plugin as string | undefined))
+    : undefined;
 
 // Part 1: per-model probes, each in a fresh process.
 if (!values["skip-children"] && engine === "pjrt" && plugin) {
@@ -130,7 +133,10 @@ if (!values["skip-worker"] && (engine !== "pjrt" || plugin)) {
       const incoming = join(repository, `.${added}.incoming`);
       cpSync(addedFrom, incoming, { recursive: true });
       renameSync(incoming, join(repository, added));
-      const resolved = await worker.waitForLog((l) => l.msg === "weight budget resolved" && l.cause === "load", timeoutMs);
+      const resolved = await worker.waitForLog(
+        (l) => l.msg === "weight budget resolved" && l.cause === "load",
+        timeoutMs,
+      );
       const addMs = performance.now() - t0;
       const loaded = worker.logs.find((l) => l.msg === "model loaded" && l.model === added) ?? null;
       const after = await (await fetch(`${worker.url}/v2`)).json();
@@ -140,7 +146,10 @@ if (!values["skip-worker"] && (engine !== "pjrt" || plugin)) {
         modelLoaded: loaded,
         addToResolvedMs: round(addMs),
       });
-      const b0 = ((extraOf(before) as { budget?: Record<string, number> } | null)?.budget ?? null) as Record<string, number> | null;
+      const b0 = ((extraOf(before) as { budget?: Record<string, number> } | null)?.budget ?? null) as Record<
+        string,
+        number
+      > | null;
       const b1 = resolved as unknown as Record<string, number>;
       if (b0) {
         result.figure("budgetChange", {
@@ -150,7 +159,9 @@ if (!values["skip-worker"] && (engine !== "pjrt" || plugin)) {
           pinnedBytes: { before: b0.pinnedBytes, after: b1.pinnedBytes },
         });
       }
-      console.log(`  budget re-resolved ${addMs.toFixed(0)} ms after the add: ${String((resolved as { summary?: string }).summary ?? "")}`);
+      console.log(
+        `  budget re-resolved ${addMs.toFixed(0)} ms after the add: ${String((resolved as { summary?: string }).summary ?? "")}`,
+      );
 
       // On-demand loads through the worker (the added model is host-resident).
       const meta = (await (await fetch(`${worker.url}/v2/models/${added}`)).json()) as {

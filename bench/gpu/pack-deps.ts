@@ -56,6 +56,9 @@ paths.push("node_modules/@xlaserve");
 mkdirSync(join(root, "tmp"), { recursive: true });
 const out = join(root, "tmp", "bench-deps.tar.xz");
 writeFileSync(join(root, "tmp", "bench-deps.list"), `${paths.join("\n")}\n`);
-execFileSync("tar", ["-cJf", out, "-C", root, ...paths], { stdio: "inherit", env: { ...process.env, XZ_OPT: "-6 -T2" } });
+execFileSync("tar", ["-cJf", out, "-C", root, ...paths], {
+  stdio: "inherit",
+  env: { ...process.env, XZ_OPT: "-6 -T2" },
+});
 const size = statSync(out).size;
 console.log(`packed ${paths.length} paths (${[...needed].join(", ")}) into ${out}: ${(size / 2 ** 20).toFixed(1)} MiB`);

@@ -13,11 +13,19 @@
  *   bun bench/gpu/pjrt-compile-load.bench.ts --models DIR [--plugin SO] [--loads 7] [--runs 100]
  *       [--latency-models resnet50] [--save-serialized DIR] [--skip-determinism] [--results-dir D]
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type AbstractBackend, type Bundle, type Executable, discoverBundles, loadBundle } from "@xlaserve/core";
+import {
+  type AbstractBackend,
+  type Bundle,
+  type Executable,
+  discoverBundles,
+  loadBundle,
+  tensorBytes,
+} from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
-import { anchorUnavailable, runAnchor } from "../lib/anchor.ts";
+import { anchorUnavailable, python, runAnchor } from "../lib/anchor.ts";
 import { intFlag, listFlag, parseFlags } from "../lib/args.ts";
 import {
   compareOutputs,
@@ -30,6 +38,7 @@ import {
   uploadWeights,
 } from "../lib/bundle-io.ts";
 import { findCudaPlugin } from "../lib/pjrt.ts";
+import { describeFailure, lastJsonLine, runProcess } from "../lib/proc.ts";
 import { BenchResult, resultsDir } from "../lib/results.ts";
 import { median, round, summarize } from "../lib/stats.ts";
 
@@ -41,7 +50,8 @@ bun bench/gpu/pjrt-compile-load.bench.ts --models DIR [options]
   --loads N               deserialize-and-load repetitions per program (default 7)
   --runs N                timed executions for latency (default 100, at least 50 for the issue)
   --latency-models a,b    bundles timed against JAX (default resnet50; "all" for every one)
-  --save-serialized DIR   write <model>.b<N>.pjrt there (first-result.bench.ts reads them)
+  --save-serialized DIR   write <model>.b<N>.pjrt there (first-result.bench.ts reads them;
+                          default a temp dir). bench/gpu/jax_same_executable.py runs them in JAX
   --skip-determinism      skip the two-compiles determinism check
   --results-dir DIR       where the JSON goes (default $XLASERVE_BENCH_RESULTS or bench/results)
 `;
@@ -66,7 +76,11 @@ const loads = Math.max(1, intFlag(values.loads, 7, "loads"));
 const runs = Math.max(1, intFlag(values.runs, 100, "runs"));
 const latencyModels = listFlag(values["latency-models"], ["resnet50"]);
 const only = listFlag(values.only, []);
-const saveDir = typeof values["save-serialized"] === "string" ? values["save-serialized"] : null;
+const saveDir =
+  typeof values["save-serialized"] === "string"
+    ? values["save-serialized"]
+    : mkdtempSync(join(tmpdir(), "xlaserve-pjrt-"));
+const SAME_EXECUTABLE = join(import.meta.dir, "jax_same_executable.py");
 
 const result = new BenchResult("pjrt-compile-load");
 result.figure("settings", { modelsDir, loads, runs, latencyModels, compile: "in-process (isolateCompile: false)" });
@@ -80,6 +94,7 @@ if (pluginPath) {
 
 const programs: Record<string, unknown>[] = [];
 let determinismDone = !!values["skip-determinism"];
+const failed: string[] = [];
 
 if (backend) {
   const be = backend;
@@ -93,6 +108,7 @@ if (backend) {
     for (const batch of bundle.manifest.compiledBatchSizes) {
       const entry = await result.step(`${bundle.name} b${batch}`, () => benchProgram(be, bundle, batch, weights));
       if (entry) programs.push(entry);
+      else failed.push(`${bundle.name}.b${batch}`);
       if (!determinismDone && batch === 1 && wantsLatency(bundle.name)) {
         determinismDone = true;
         await result.step(`${bundle.name} b1 determinism`, () => determinism(be, bundle, weights));
@@ -102,10 +118,26 @@ if (backend) {
   }
   result.figure("programs", programs);
   const all = programs.filter((p) => typeof p.byteIdentical === "boolean");
-  result.figure("byteIdenticalAll", all.length > 0 && all.every((p) => p.byteIdentical === true));
+  result.figure("programsFailed", failed);
+  result.figure(
+    "byteIdenticalAll",
+    failed.length === 0 && all.length > 0 && all.every((p) => p.byteIdentical === true),
+  );
   await be.dispose();
 }
 result.write(resultsDir(values["results-dir"] as string | undefined));
+
+/** Largest differences against a reference, or the reason they cannot be computed. */
+function safeMaxAbs(
+  a: Parameters<typeof compareOutputs>[0],
+  b: Parameters<typeof compareOutputs>[1],
+): number[] | string {
+  try {
+    return compareOutputs(a, b).maxAbsDiff;
+  } catch (err) {
+    return String(err instanceof Error ? err.message : err);
+  }
+}
 
 function wantsLatency(name: string): boolean {
   return latencyModels.includes("all") || latencyModels.includes(name);
@@ -128,10 +160,9 @@ async function benchProgram(
   const s0 = performance.now();
   const serialized = await be.serialize(compiled);
   const serializeMs = performance.now() - s0;
-  if (saveDir) {
-    mkdirSync(saveDir, { recursive: true });
-    writeFileSync(join(saveDir, `${key}.pjrt`), serialized);
-  }
+  mkdirSync(saveDir, { recursive: true });
+  const programFile = join(saveDir, `${key}.pjrt`);
+  writeFileSync(programFile, serialized);
   const loadTimes: number[] = [];
   let loaded: Executable | null = null;
   for (let i = 0; i < loads; i++) {
@@ -179,11 +210,12 @@ async function benchProgram(
   entry.inputs = inputSource;
   entry.byteIdentical = cmp.identical;
   entry.firstDiffByte = cmp.firstDiffByte;
+  entry.outputsSha256 = hostB.map((t) => new Bun.CryptoHasher("sha256").update(tensorBytes(t)).digest("hex"));
   console.log(`  compiled vs deserialized outputs: ${cmp.identical ? "byte-identical" : "DIFFER"}`);
   const ref = inputSource === "reference" ? referenceOutputs(bundle, batch, "outputs_gpu") : null;
-  if (ref) entry.maxAbsDiffVsJaxGpuReference = compareOutputs(hostB, ref).maxAbsDiff;
+  if (ref) entry.maxAbsDiffVsJaxGpuReference = safeMaxAbs(hostB, ref);
   const refCpu = inputSource === "reference" ? referenceOutputs(bundle, batch, "outputs") : null;
-  if (refCpu) entry.maxAbsDiffVsJaxCpuReference = compareOutputs(hostB, refCpu).maxAbsDiff;
+  if (refCpu) entry.maxAbsDiffVsJaxCpuReference = safeMaxAbs(hostB, refCpu);
 
   if (wantsLatency(bundle.name)) {
     for (let i = 0; i < 5; i++) disposeAll(await be.execute(loaded as Executable, [...inputs, ...weights]));
@@ -212,6 +244,29 @@ async function benchProgram(
           { label: "jax median ms", value: (jax.result?.median_ms as number | undefined) ?? null },
           goal,
           "JAX compiles the module itself (its own autotuning choices); xlaserve runs its deserialized executable",
+        );
+      }
+      // The same serialized executable run by JAX's own client: no autotuner variance.
+      const same = await runProcess(
+        [python(), SAME_EXECUTABLE, programFile, bundle.dir, "--batch", String(batch), "--runs", String(runs)],
+        { env: { PYTHONUNBUFFERED: "1" }, timeoutMs: 300_000 },
+      );
+      const sameJson = lastJsonLine(same.stdout);
+      if (same.code !== 0 || !sameJson || sameJson.ok !== true) {
+        result.error(`${key} JAX same-executable anchor`, sameJson ? JSON.stringify(sameJson) : describeFailure(same));
+      } else {
+        entry.jaxSameExecutable = sameJson;
+        const hashes = sameJson.outputs_sha256 as string[] | undefined;
+        entry.jaxSameExecutableOutputsIdentical =
+          inputSource === "reference" && hashes ? hashes.join() === (entry.outputsSha256 as string[]).join() : null;
+        result.ratio(
+          `${key} latency xlaserve/jax(same executable)`,
+          { label: "xlaserve median ms", value: round(median(times)) },
+          {
+            label: "jax client, same serialized executable, median ms",
+            value: (sameJson.median_ms as number | undefined) ?? null,
+          },
+          batch === 1 ? "<= 1.05" : batch === 32 ? "<= 1.02" : undefined,
         );
       }
     }

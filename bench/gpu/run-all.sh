@@ -14,10 +14,12 @@
 #   first-result   bench/gpu/first-result.bench.ts               (issue 3)
 #   worker-start   bench/gpu/worker-start.bench.ts               (issue 5)
 #   memory         bench/gpu/memory-probe.bench.ts               (issue 7)
+#   memory-worker  bench/memory-probe.bench.ts (the worker owner's in-process probe; issue 7),
+#                  where that file exists
 #   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
 #   part1 = setup export compile-load first-result cpu
-#   part2 = setup export worker-start memory
-#   all   = setup export compile-load first-result worker-start memory cpu
+#   part2 = setup export worker-start memory memory-worker
+#   all   = setup export compile-load first-result worker-start memory memory-worker cpu
 # setup and export always run first when a later phase needs them and they have not run.
 #
 # Environment: BENCH_WORK (default <repo>/tmp/bench-gpu; ignored by git, kept between warm
@@ -43,12 +45,12 @@ phases=("$@")
 expanded=()
 for p in "${phases[@]}"; do
   case "$p" in
-    all) expanded+=(setup export compile-load first-result worker-start memory cpu) ;;
+    all) expanded+=(setup export compile-load first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load first-result cpu) ;;
-    part2) expanded+=(setup export worker-start memory) ;;
-    setup|export|compile-load|first-result|worker-start|memory|cpu) expanded+=("$p") ;;
+    part2) expanded+=(setup export worker-start memory memory-worker) ;;
+    setup|export|compile-load|first-result|worker-start|memory|memory-worker|cpu) expanded+=("$p") ;;
     -h|--help) sed -n 2,30p "$0"; exit 0 ;;
-    *) echo "unknown phase: $p (setup export compile-load first-result worker-start memory cpu part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export compile-load first-result worker-start memory memory-worker cpu part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -56,9 +58,9 @@ want() { local x; for x in "${expanded[@]}"; do [ "$x" = "$1" ] && return 0; don
 ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
-  for x in compile-load first-result worker-start memory cpu; do want $x && need_export=1; done
+  for x in compile-load first-result worker-start memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in compile-load first-result worker-start memory cpu; do want $x && ordered+=($x); done
+  for x in compile-load first-result worker-start memory memory-worker cpu; do want $x && ordered+=($x); done
 fi
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
 
@@ -201,6 +203,16 @@ for phase in "${ordered[@]}"; do
       [ -f "$WORK/warm-repo/resnet50/manifest.yaml" ] && from=(--resnet-from "$WORK/warm-repo/resnet50")
       run_step memory 300 bun bench/gpu/memory-probe.bench.ts --models "$WORK/models" "${from[@]}" \
         --engine pjrt --requests 5 --timeout-s 240
+      ;;
+    memory-worker)
+      if [ -f bench/memory-probe.bench.ts ]; then
+        rm -rf "$WORK/models-no-resnet"; mkdir -p "$WORK/models-no-resnet"
+        for m in mlp cnn transformer; do [ -d "$WORK/models/$m" ] && cp -r "$WORK/models/$m" "$WORK/models-no-resnet/"; done
+        run_step memory-worker 240 bun bench/memory-probe.bench.ts --engine pjrt --plugin "${XLASERVE_PJRT_PLUGIN:-}" \
+          --repository "$WORK/models-no-resnet" --add "$WORK/models/resnet50" --out "$RES/memory-probe-worker-pjrt-$STAMP.json"
+      else
+        echo "{\"step\":\"memory-worker\",\"skipped\":true,\"reason\":\"bench/memory-probe.bench.ts missing\"}" >>"$STEPS"
+      fi
       ;;
     cpu)
       run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \

@@ -88,7 +88,8 @@ async function once(kind: "cold" | "warm", r: number): Promise<void> {
         `  ${kind} start ${r}: ready at ${w.readyMs.toFixed(1)} ms, ${models.length} models, programs ${outcomes.join(",")}`,
       );
       if (kind === "cold" && outcomes.includes("hit")) result.note(`cold start ${r} found cached programs`);
-      if (kind === "warm" && outcomes.some((o) => o !== "hit")) result.note(`warm start ${r} compiled: ${outcomes.join(",")}`);
+      if (kind === "warm" && outcomes.some((o) => o !== "hit"))
+        result.note(`warm start ${r} compiled: ${outcomes.join(",")}`);
       const index = await repositoryIndex(w.url);
       const notReady = index.filter((e) => e.state !== "READY");
       if (notReady.length) {
@@ -131,14 +132,25 @@ result.figure("models", cold[0]?.models ?? warm[0]?.models ?? []);
 // Per program: compile ms (cold) and load ms (warm), medians across starts.
 const keys = [...new Set(starts.flatMap((s) => s.programs.map((p) => `${p.model}/${p.file}`)))];
 const perProgram = keys.map((k) => {
-  const pick = (ss: Start[]) => ss.flatMap((s) => s.programs.filter((p) => `${p.model}/${p.file}` === k).map((p) => p.ms));
+  const pick = (ss: Start[]) =>
+    ss.flatMap((s) => s.programs.filter((p) => `${p.model}/${p.file}` === k).map((p) => p.ms));
   return { program: k, coldMs: summarize(pick(cold)), warmMs: summarize(pick(warm)) };
 });
 result.figure("perProgram", perProgram);
 const coldMed = cold.length ? round(median(cold.map((s) => s.readyMs))) : null;
 const warmMed = warm.length ? round(median(warm.map((s) => s.readyMs))) : null;
-result.ratio("start warm/cold", { label: "warm ready ms", value: warmMed }, { label: "cold ready ms", value: coldMed }, engine === "pjrt" ? "<= 0.1" : undefined);
-result.ratio("start cold/warm (speed-up)", { label: "cold ready ms", value: coldMed }, { label: "warm ready ms", value: warmMed }, engine === "pjrt" ? ">= 10" : undefined);
+result.ratio(
+  "start warm/cold",
+  { label: "warm ready ms", value: warmMed },
+  { label: "cold ready ms", value: coldMed },
+  engine === "pjrt" ? "<= 0.1" : undefined,
+);
+result.ratio(
+  "start cold/warm (speed-up)",
+  { label: "cold ready ms", value: coldMed },
+  { label: "warm ready ms", value: warmMed },
+  engine === "pjrt" ? ">= 10" : undefined,
+);
 const resnet = perProgram.filter((p) => p.program.startsWith("resnet50/"));
 for (const p of resnet) {
   result.figure(`resnet50 program load ms ${p.program}`, p.warmMs);

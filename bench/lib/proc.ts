@@ -114,8 +114,15 @@ export function lastJsonLine(out: string): Record<string, unknown> | null {
 /** A one-line description of a failed child for the result's errors. */
 export function describeFailure(r: ProcessResult): string {
   const why = r.timedOut ? "timed out" : r.signal ? `killed by ${r.signal}` : `exited with ${r.code}`;
-  const tail = (r.stderr || r.stdout).trim().split("\n").slice(-8).join("\n");
-  return `${r.command.slice(0, 4).join(" ")} ${why}${tail ? `:\n${tail}` : ""}`;
+  const text = `${r.stderr}\n${r.stdout}`.trim();
+  const lines = text.split("\n");
+  // Bun prints source context around a thrown error: lead with the error line(s) themselves.
+  const errorLines = lines
+    .filter((l) => /\b\w*Error\b[:\s]|^error:|Traceback|panic|CHECK failed|Aborted/i.test(l))
+    .slice(0, 4);
+  const tail = lines.slice(-6);
+  const shown = [...errorLines, ...(errorLines.length ? ["..."] : []), ...tail].join("\n").trim();
+  return `${r.command.slice(0, 4).join(" ")} ${why}${shown ? `:\n${shown}` : ""}`;
 }
 
 /** Child env that pins BLAS threads; used by every CPU-side measurement. */

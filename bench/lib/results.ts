@@ -36,11 +36,11 @@ export function machineInfo(): MachineInfo {
   let gpuDriver: string | null = null;
   let gpuMemory: string | null = null;
   try {
-    const out = execFileSync(
-      "nvidia-smi",
-      ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-      { encoding: "utf8", timeout: 10_000, stdio: ["ignore", "pipe", "ignore"] },
-    ).trim();
+    const out = execFileSync("nvidia-smi", ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], {
+      encoding: "utf8",
+      timeout: 10_000,
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
     const first = out.split("\n")[0] ?? "";
     const [name, driver, memory] = first.split(",").map((s) => s.trim());
     gpu = name || null;
@@ -130,7 +130,10 @@ export class BenchResult {
   }
 
   error(step: string, err: unknown): void {
-    const message = err instanceof Error ? `${err.message}${err.stack ? `\n${err.stack.split("\n").slice(1, 6).join("\n")}` : ""}` : String(err);
+    const message =
+      err instanceof Error
+        ? `${err.message}${err.stack ? `\n${err.stack.split("\n").slice(1, 6).join("\n")}` : ""}`
+        : String(err);
     this.errors.push({ step, message });
     console.error(`  ERROR in ${step}: ${message.split("\n")[0]}`);
   }
@@ -183,7 +186,10 @@ export function resultsDir(explicit?: string): string {
 
 /** 2026-11-29T19-20-05Z: sortable and safe in file names. */
 export function fileDate(d: Date): string {
-  return d.toISOString().replace(/\.\d+Z$/, "Z").replace(/:/g, "-");
+  return d
+    .toISOString()
+    .replace(/\.\d+Z$/, "Z")
+    .replace(/:/g, "-");
 }
 
 /** Goals like "<= 1.05", "< 0.25", ">= 50", "> 10". */

@@ -57,7 +57,8 @@ export function round(x: number, digits = 4): number {
 
 /** numerator / denominator, or null when either is missing or the denominator is 0. */
 export function ratio(numerator: number | null | undefined, denominator: number | null | undefined): number | null {
-  if (numerator == null || denominator == null || !Number.isFinite(numerator) || !Number.isFinite(denominator)) return null;
+  if (numerator == null || denominator == null || !Number.isFinite(numerator) || !Number.isFinite(denominator))
+    return null;
   if (denominator === 0) return null;
   return round(numerator / denominator);
 }

@@ -124,7 +124,10 @@ export async function startWorkerProcess(o: WorkerStartOptions): Promise<Started
       const found = logs.find(match);
       if (found) return Promise.resolve(found);
       return new Promise((resolveLog, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no matching worker log line within ${timeoutMs} ms`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`no matching worker log line within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
         waiters.push({
           match,
           resolve: (r) => {

@@ -96,10 +96,13 @@ export class ModelRegistry implements ModelRegistryView {
     return true;
   }
 
+  /**
+   * Ready once the startup loads are done (each model READY or its failure recorded) and until
+   * shutdown. A model the watcher adds later loads in the background without taking the worker
+   * out of rotation: its own /ready answers for it.
+   */
   isReady(): boolean {
-    if (this.draining || this.starting) return false;
-    for (const slot of this.slots.values()) if (slot.state === "LOADING") return false;
-    return true;
+    return !this.draining && !this.starting;
   }
 
   repositoryIndex(): RepositoryEntry[] {

@@ -24,7 +24,15 @@ let backend: PjrtBackend;
 beforeAll(() => {
   path = buildMock("ok");
   mock = mockControls(path);
-  backend = createPjrtBackend({ pluginPath: path, memoryFraction: 0.5, isolateCompile: false });
+  backend = createPjrtBackend({
+    pluginPath: path,
+    memoryFraction: 0.5,
+    isolateCompile: false,
+    clientOptions: [
+      { name: "allocator", type: "string", value: "bfc" },
+      { name: "node_id", type: "int64", value: 3 },
+    ],
+  });
 });
 afterAll(async () => {
   await backend.dispose();
@@ -32,7 +40,11 @@ afterAll(async () => {
 
 describe("PJRT backend on the mock plugin", () => {
   test("client options are marshaled as named values (preallocate off by default)", () => {
-    expect(mock.clientOptions()).toBe("preallocate=false;memory_fraction=0.5;");
+    expect(mock.clientOptions()).toBe("preallocate=false;memory_fraction=0.5;allocator=bfc;node_id=3;");
+  });
+
+  test("a memory fraction outside (0, 1] is CONFIG_INVALID", () => {
+    expect(() => createPjrtBackend({ pluginPath: path, memoryFraction: 1.5 })).toThrow(/memoryFraction/);
   });
 
   test("identity, devices and plugin attributes", () => {

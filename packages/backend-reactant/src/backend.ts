@@ -16,7 +16,7 @@ import type { Module, TensorType } from "./ir.ts";
 import { parseModule } from "./parser/parser.ts";
 import { Arena } from "./plan/arena.ts";
 import { dtypeOf, elemTypeOf } from "./plan/dtype-map.ts";
-import { type CompiledFunction, Program, release, retain } from "./plan/program.ts";
+import { type CompiledFunction, type OpTime, Program, release, retain } from "./plan/program.ts";
 import { PLAN_FORMAT_VERSION, deserializeModule, serializeModule } from "./plan/serialize.ts";
 import { type RtValue, isArray } from "./plan/values.ts";
 
@@ -26,6 +26,11 @@ export const ENGINE_VERSION = "0.1.0";
 export interface ReactantBackendOptions {
   /** Reported as the device kind; the cache partitions by it. Default "cpu". */
   readonly deviceKind?: string;
+  /**
+   * When given, every execute adds each op's time to it (op name -> total ms and count): the
+   * per-op profile bench/ reports. Costs two clock reads per op.
+   */
+  readonly profile?: Map<string, OpTime>;
 }
 
 class ReactantBuffer implements DeviceBuffer {
@@ -203,7 +208,7 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
       });
       let results: RtValue[];
       try {
-        results = exe.entry.invoke(values, { arena, failures: [] });
+        results = exe.entry.invoke(values, { arena, failures: [], profile: options.profile });
       } catch (e) {
         if (isXlaserveError(e) && e.code !== "INTERNAL") throw e;
         throw new XlaserveError("EXECUTE_FAILED", `execution failed: ${(e as Error).message}`, {}, { cause: e });

@@ -2,7 +2,7 @@ export { createReactantBackend, ENGINE_VERSION, type ReactantBackendOptions } fr
 export * from "./array.ts";
 export type * from "./ir.ts";
 export { parseModule } from "./parser/parser.ts";
-export { Program, CompiledFunction } from "./plan/program.ts";
+export { Program, CompiledFunction, type OpTime, type ProgramOptions } from "./plan/program.ts";
 export { Arena } from "./plan/arena.ts";
 export { PLAN_FORMAT_VERSION, serializeModule, deserializeModule } from "./plan/serialize.ts";
 export { runConformanceText, familyOf, type CaseResult } from "./conformance/run-file.ts";

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { encodeBf16, encodeF16 } from "../src/elem/float16.ts";
-import { runOp, values } from "./helpers/run.ts";
+import type { NDArray } from "../src/array.ts";
+import { run, runOp, values } from "./helpers/run.ts";
 
 describe("integer semantics", () => {
   test("wrap-around on add and multiply", () => {
@@ -275,5 +276,34 @@ describe("regions and control flow", () => {
       "tensor<f32>",
     );
     expect(values(r)).toEqual([16777216]);
+  });
+});
+
+describe("rng_bit_generator", () => {
+  test("THREE_FRY with 64-bit outputs matches XLA (state [3, 3])", () => {
+    const text = `func.func @main() -> (tensor<2xui64>, tensor<ui64>) {
+      %s = stablehlo.constant dense<3> : tensor<2xui64>
+      %state, %bits = stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<ui64>)
+      return %state, %bits : tensor<2xui64>, tensor<ui64>
+    }`;
+    const [state, bits] = run(text);
+    expect(values(state as NDArray)).toEqual([3n, 4n]);
+    expect(values(bits as NDArray)).toEqual([3349939604322698703n]);
+  });
+
+  test("THREE_FRY with 32-bit outputs lays the word pairs out as XLA does", () => {
+    // key words (1, 2), counter 4 | 3 << 32: the published vector for XLA's layout
+    const key = 1n | (2n << 32n);
+    const counter = 4n | (3n << 32n);
+    const text = `func.func @main() -> (tensor<2xui64>, tensor<8xi32>) {
+      %s = stablehlo.constant dense<[${key}, ${counter}]> : tensor<2xui64>
+      %state, %bits = stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<8xi32>)
+      return %state, %bits : tensor<2xui64>, tensor<8xi32>
+    }`;
+    const [state, bits] = run(text);
+    expect(values(bits as NDArray)).toEqual([
+      -1997982863, -261361928, -1008514867, 1226850200, 1419974734, -277475325, 1033030661, -1926332264,
+    ]);
+    expect(values(state as NDArray)).toEqual([key, counter + 4n]);
   });
 });

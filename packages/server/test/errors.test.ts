@@ -54,6 +54,18 @@ describe("error mapping", () => {
     expect(((await chunked.json()) as Json).error).toContain("exceeds the limit of 4096 bytes");
   });
 
+  test("a compressed body that inflates past the limit is 413", async () => {
+    const bomb = Bun.gzipSync(new Uint8Array(1024 * 1024));
+    expect(bomb.byteLength).toBeLessThan(4096);
+    const r = await fetch(`${h.url}/v2/models/affine/infer`, {
+      method: "POST",
+      headers: { "content-encoding": "gzip" },
+      body: bomb,
+    });
+    expect(r.status).toBe(413);
+    expect(((await r.json()) as Json).error).toBe("the gzip request body inflates past the limit of 4096 bytes");
+  });
+
   test("the server keeps serving and counts every answer by status", async () => {
     const ok = await postJson(`${h.url}/v2/models/affine/infer`, {
       inputs: [{ name: "x", shape: [1, 4], datatype: "FP32", data: [1, 2, 3, 4] }],

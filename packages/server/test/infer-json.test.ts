@@ -149,6 +149,27 @@ describe("every datatype through JSON", () => {
     expect(await r.text()).toContain('"data":[NaN,Infinity,-Infinity]');
   });
 
+  test("non-finite literals inside strings are left alone", async () => {
+    const body =
+      '{"id":"NaN \\" Infinity","inputs":[{"name":"in","shape":[1,3],"datatype":"FP64","data":[-Infinity, 1, NaN]}]}';
+    const r = await fetch(`${h.url}/v2/models/echo_fp64/infer`, { method: "POST", body });
+    expect(r.status).toBe(200);
+    const text = await r.text();
+    expect(text).toContain('"id":"NaN \\" Infinity"');
+    expect(text).toContain('"data":[-Infinity,1,NaN]');
+  });
+
+  test("deeper nesting is read row-major when every level is even", async () => {
+    const r = await infer("sum", {
+      inputs: [
+        { name: "a", shape: [2, 2], datatype: "FP32", data: [[1, 2], [3, 4]] },
+        { name: "b", shape: [2, 2], datatype: "INT32", data: [[[10], [20]], [[30], [40]]] },
+      ],
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.outputs[0].data).toEqual([11, 22, 33, 44]);
+  });
+
   test("a gzip-compressed request body is accepted", async () => {
     const json = JSON.stringify({ inputs: [{ name: "x", shape: [1, 4], datatype: "FP32", data: [1, 2, 3, 4] }] });
     const r = await fetch(`${h.url}/v2/models/affine/infer`, {

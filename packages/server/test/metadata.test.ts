@@ -91,7 +91,10 @@ describe("health and metadata", () => {
       ],
     });
     const faulty = await get("/v2/models/faulty/versions/1/config");
-    expect(faulty.body).toMatchObject({ max_batch_size: 0, input: [{ name: "code", data_type: "TYPE_INT32", dims: [1] }] });
+    expect(faulty.body).toMatchObject({
+      max_batch_size: 0,
+      input: [{ name: "code", data_type: "TYPE_INT32", dims: [1] }],
+    });
     expect((await get("/v2/models/ghost/config")).status).toBe(404);
   });
 

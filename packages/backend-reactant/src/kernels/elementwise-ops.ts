@@ -190,20 +190,19 @@ export function convertKernel(to: ElemType): Kernel {
 }
 
 function convertComplex(x: NDArray, to: ElemType): NDArray {
-  const n = isComplexType(x.type) ? x.data.length / 2 : x.data.length;
   if (isComplexType(x.type) && isComplexType(to)) {
     const out = to === "c64" ? Float32Array.from(x.data as Float64Array) : Float64Array.from(x.data as Float64Array);
     return { type: to, shape: [...x.shape], data: out };
   }
   if (isComplexType(x.type)) {
-    const real: NDArray = complexUnary("real", x);
-    return (convertKernel(to)([real], undefined as never)[0] as NDArray) ?? real;
+    // complex -> real keeps the real part (XLA's rule), then converts it like any float
+    const real = complexUnary("real", x);
+    return makeElementwise(`convert_${to}`, [real.type], to, ([a]) => convertExpr(real.type, to, a as string))([real]);
   }
-  const asFloat = convertKernel(realTypeOf(to))([x], undefined as never)[0] as NDArray;
-  const zero: NDArray = { type: asFloat.type, shape: [], data: new Float64Array(1) };
-  void n;
-  const made = makeComplex(asFloat, zero);
-  return { ...made, shape: [...x.shape] };
+  const realType = realTypeOf(to);
+  const asFloat = makeElementwise(`convert_${realType}`, [x.type], realType, ([a]) => convertExpr(x.type, realType, a as string))([x]);
+  const zero: NDArray = { type: realType, shape: [], data: allocData(realType, 1) };
+  return { ...makeComplex(asFloat, zero), shape: [...x.shape] };
 }
 
 export function reducePrecisionKernel(op: Op): Kernel {

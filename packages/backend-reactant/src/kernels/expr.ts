@@ -53,7 +53,7 @@ export function roundExpr(t: ElemType, e: string): string {
     case "f64":
       return e;
     case "f32":
-      return `H.fround(${e})`;
+      return `Math.fround(${e})`;
     case "f16":
       return `H.rF16(${e})`;
     case "bf16":

@@ -1,4 +1,5 @@
 import { type NDArray, type TypedArray, allocData, elementCount, slotsPerElement, strides } from "../array.ts";
+import { encodeBf16, encodeF16 } from "../elem/float16.ts";
 import { executeFailed } from "./errors.ts";
 
 /**
@@ -69,6 +70,8 @@ export function reshape(x: NDArray, outShape: number[]): NDArray {
 }
 
 export function transpose(x: NDArray, perm: number[]): NDArray {
+  // The identity permutation (reduce over trailing axes asks for it) shares the storage.
+  if (perm.every((p, i) => p === i)) return { type: x.type, shape: [...x.shape], data: x.data };
   const st = strides(x.shape);
   return stridedCopy(
     x,
@@ -237,7 +240,6 @@ function writeIota(out: TypedArray, at: number, v: number, type: NDArray["type"]
   else out[at] = v;
 }
 
-import { encodeBf16, encodeF16 } from "../elem/float16.ts";
-function encodeForIota(type: "f16" | "bf16" | NDArray["type"], v: number): number {
+function encodeForIota(type: NDArray["type"], v: number): number {
   return type === "f16" ? encodeF16(v) : encodeBf16(v);
 }

@@ -18,7 +18,6 @@ export function canonicalize(op: Op): Op {
     const v = take(from);
     if (v !== undefined && a[to] === undefined) a[to] = v;
   };
-  const short = op.name.replace(/^(stablehlo|chlo|func|check|interpreter)\./, "");
   const enums = (take("_enums") as string[] | undefined) ?? [];
   const brackets = take("_brackets") as number[][] | undefined;
   const symbol = take("_symbol") as string | undefined;
@@ -126,7 +125,6 @@ export function canonicalize(op: Op): Op {
       if (enums.length > 0) a.enums = enums;
       if (symbol !== undefined) a.symbol = symbol;
   }
-  void short;
   return { ...op, attrs: a, regions };
 }
 

@@ -150,7 +150,11 @@ export function tokenize(source: SourceText, from = 0, to = source.text.length):
     if (c === "@") {
       if (s[i + 1] === '"') {
         const end = skipString(i + 1);
-        tokens.push({ kind: "symbol", text: `@${JSON.parse(s.slice(i + 1, end + 1))}`, offset: start });
+        tokens.push({
+          kind: "symbol",
+          text: `@${decodeString(source, s.slice(i + 1, end + 1), i + 1)}`,
+          offset: start,
+        });
         i = end + 1;
       } else {
         const end = readWhile(IDENT_PART, i + 1);
@@ -188,7 +192,7 @@ export function tokenize(source: SourceText, from = 0, to = source.text.length):
       const end = skipString(i);
       tokens.push({
         kind: "string",
-        text: JSON.parse(s.slice(i, end + 1).replace(/\\([0-9A-Fa-f]{2})/g, "\\u00$1")),
+        text: decodeString(source, s.slice(i, end + 1), i),
         offset: start,
       });
       i = end + 1;
@@ -237,4 +241,13 @@ export function tokenize(source: SourceText, from = 0, to = source.text.length):
   }
   tokens.push({ kind: "eof", text: "", offset: n });
   return tokens;
+}
+
+/** An MLIR string literal: JSON escapes plus `\XX` hex bytes. */
+function decodeString(source: SourceText, literal: string, offset: number): string {
+  try {
+    return JSON.parse(literal.replace(/\\([0-9A-Fa-f]{2})/g, "\\u00$1"));
+  } catch {
+    throw source.error(offset, "invalid string literal");
+  }
 }

@@ -1,9 +1,28 @@
-import { type ElemType, type NDArray, type TypedArray, allocData, elementCount, isComplexType, isFloatType, strides } from "../array.ts";
+import {
+  type ElemType,
+  type NDArray,
+  type TypedArray,
+  allocData,
+  elementCount,
+  isComplexType,
+  isFloatType,
+  strides,
+} from "../array.ts";
 import { HELPERS } from "../elem/helpers.ts";
 import type { Op } from "../ir.ts";
 import { isTensorType } from "../ir.ts";
 import { BINARY_OPS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
-import { binaryExpr, compareExpr, convertExpr, domainOf, hasFloatUnary, loadExpr, roundExpr, storeStmt, unaryExpr } from "../kernels/expr.ts";
+import {
+  binaryExpr,
+  compareExpr,
+  convertExpr,
+  domainOf,
+  hasFloatUnary,
+  loadExpr,
+  roundExpr,
+  storeStmt,
+  unaryExpr,
+} from "../kernels/expr.ts";
 import type { Frame, Kernel, Step } from "./program.ts";
 import type { RtValue } from "./values.ts";
 
@@ -16,7 +35,10 @@ import type { RtValue } from "./values.ts";
  * run their original kernels one by one.
  */
 
-type Node = { kind: "leaf"; index: number } | { kind: "op"; op: Op; children: Node[] } | { kind: "broadcast"; op: Op; leaf: number };
+type Node =
+  | { kind: "leaf"; index: number }
+  | { kind: "op"; op: Op; children: Node[] }
+  | { kind: "broadcast"; op: Op; leaf: number };
 
 const SPECIAL: Record<string, string> = {
   lgamma: "H.lgamma",
@@ -42,7 +64,11 @@ export function isFusible(op: Op): boolean {
  * Rewrites a block's steps: fusible trees become single steps. `useCount` counts every use of
  * a slot in the block (step inputs, region captures, block results).
  */
-export function fuseSteps(steps: Step[], uses: number[][], useCount: Map<number, number>): { steps: Step[]; uses: number[][] } {
+export function fuseSteps(
+  steps: Step[],
+  uses: number[][],
+  useCount: Map<number, number>,
+): { steps: Step[]; uses: number[][] } {
   const producer = new Map<number, number>();
   steps.forEach((s, i) => {
     for (const o of s.outputs) producer.set(o, i);
@@ -84,7 +110,8 @@ export function fuseSteps(steps: Step[], uses: number[][], useCount: Map<number,
     members.reverse(); // producers first, for the fallback path
     const kernel = fusedKernel(tree, root.op, members, leaves);
     const fusedUses = new Set<number>(leaves);
-    for (const m of members) for (const u of uses[steps.indexOf(m)] ?? []) if (!members.some((x) => x.outputs.includes(u))) fusedUses.add(u);
+    for (const m of members)
+      for (const u of uses[steps.indexOf(m)] ?? []) if (!members.some((x) => x.outputs.includes(u))) fusedUses.add(u);
     replaced.set(i, {
       step: { op: root.op, inputs: leaves, outputs: root.outputs, kernel, frees: [] },
       uses: [...fusedUses],
@@ -277,7 +304,8 @@ function opExpr(op: Op, kids: { code: string; type: ElemType }[]): { code: strin
       return b && c ? { code: `(${a.code} ? ${b.code} : ${c.code})`, type: b.type } : null;
     case "clamp": {
       if (!b || !c) return null;
-      if (domainOf(b.type) === "float") return { code: `Math.min(Math.max(${b.code}, ${a.code}), ${c.code})`, type: b.type };
+      if (domainOf(b.type) === "float")
+        return { code: `Math.min(Math.max(${b.code}, ${a.code}), ${c.code})`, type: b.type };
       const m = `(${b.code} > ${a.code} ? ${b.code} : ${a.code})`;
       return { code: `(${m} < ${c.code} ? ${m} : ${c.code})`, type: b.type };
     }

@@ -276,7 +276,7 @@ class FunctionCompiler {
         ),
       );
       const uses = [...inputs];
-      for (const r of regions) for (const c of r.captures) uses.push(scope.locals.has(c) ? c : resolve2(scope, c));
+      for (const r of regions) for (const c of r.captures) uses.push(scope.locals.has(c) ? c : captureThrough(scope, c));
       if (EFFECTFUL.test(op.name)) this.pure = false;
       const kernel = buildKernel(op, { regions, program: this.program });
       const outputs = op.results.map((n) => scope.define(n, this.slots++));
@@ -337,7 +337,7 @@ class FunctionCompiler {
 }
 
 /** A capture of a nested block that is not local here is also a capture of this block. */
-function resolve2(scope: Scope, slot: number): number {
+function captureThrough(scope: Scope, slot: number): number {
   scope.captures.add(slot);
   return slot;
 }

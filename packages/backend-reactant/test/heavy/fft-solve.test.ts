@@ -136,6 +136,37 @@ describe("triangular_solve", () => {
     }
   });
 
+  test("many tiny systems (direct path) and a 130x130 system (substitution path) solve too", () => {
+    for (const [batches, m] of [
+      [9, 3],
+      [1, 130],
+    ] as const) {
+      for (const leftSide of [true, false]) {
+        const next = rng(m);
+        const a = randomF64(next, [batches, m, m]);
+        for (let b = 0; b < batches; b++)
+          for (let i = 0; i < m; i++) (a.data as Float64Array)[b * m * m + i * m + i] = 4;
+        const rhs = randomF64(next, leftSide ? [batches, m, 2] : [batches, 2, m]);
+        const x = triangularSolve(a, rhs, { leftSide, lower: true, unitDiagonal: false, transposeA: "TRANSPOSE" });
+        for (let batch = 0; batch < batches; batch++) {
+          const t = effective((a.data as Float64Array).subarray(batch * m * m), m, true, false, "TRANSPOSE");
+          const w = leftSide ? 2 : m;
+          for (let r = 0; r < (leftSide ? m : 2); r++) {
+            for (let c = 0; c < w; c++) {
+              let sum = 0;
+              for (let k = 0; k < m; k++) {
+                sum += leftSide
+                  ? (t[r] as number[])[k]! * (x.data[batch * 2 * m + k * w + c] as number)
+                  : (x.data[batch * 2 * m + r * w + k] as number) * (t[k] as number[])[c]!;
+              }
+              expect(sum).toBeCloseTo(rhs.data[batch * 2 * m + r * w + c] as number, 9);
+            }
+          }
+        }
+      }
+    }
+  });
+
   test("complex ADJOINT conjugates a", () => {
     // a = [[2i]] lower; adjoint(a) = -2i; x * -2i = 4  =>  x = 2i
     const a: NDArray = { type: "c64", shape: [1, 1], data: new Float32Array([0, 2]) };

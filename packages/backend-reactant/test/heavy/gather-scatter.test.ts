@@ -8,12 +8,12 @@ import {
   scatter,
 } from "../../src/kernels/heavy/index.ts";
 import { naiveGather, naiveScatterAdd } from "./gather-scatter-oracle.ts";
-import { array, count, randInt, rng, shuffle } from "./helpers.ts";
+import { array, count, randInt, rng, shuffle, region } from "./helpers.ts";
 
 const iota = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
-const addRegion: RegionInfo = { fn: ([a, b]) => [(a as number) + (b as number)], reducer: "add" };
-const addRegionSlow: RegionInfo = { fn: addRegion.fn, reducer: null };
-const replaceRegion: RegionInfo = { fn: (args) => [args[1] as Scalar], reducer: null };
+const addRegion: RegionInfo = region(([a, b]) => [(a as number) + (b as number)], "add");
+const addRegionSlow: RegionInfo = region(addRegion.fn, null);
+const replaceRegion: RegionInfo = region((args) => [args[1] as Scalar], null);
 
 /** A random but valid gather/scatter configuration: batching, collapsed and window axes, any index_vector_dim. */
 function randomCase(seed: number) {
@@ -260,17 +260,16 @@ describe("scatter", () => {
     const values = array("f32", [2], [0, 0]);
     const positions = array("i32", [2], [-1, -1]);
     const indices = array("i32", [3, 1], [0, 0, 1]);
-    const region: RegionInfo = {
-      fn: ([v, p, uv, up]) =>
-        (uv as number) > (v as number) ? [uv as number, up as number] : [v as number, p as number],
-      reducer: null,
-    };
+    const argmaxRegion: RegionInfo = region(
+      ([v, p, uv, up]) => ((uv as number) > (v as number) ? [uv as number, up as number] : [v as number, p as number]),
+      null,
+    );
     const [v, p] = scatter(
       [values, positions],
       indices,
       [array("f32", [3], [5, 7, 2]), array("i32", [3], [10, 11, 12])],
       pointDims,
-      region,
+      argmaxRegion,
     );
     expect(Array.from((v as NDArray).data as Float32Array)).toEqual([7, 2]);
     expect(Array.from((p as NDArray).data as Int32Array)).toEqual([11, 12]);
@@ -285,7 +284,7 @@ describe("scatter", () => {
       addRegion,
     )[0] as NDArray;
     expect(Array.from(i8.data as Int8Array)).toEqual([44]);
-    const maxRegion: RegionInfo = { fn: ([a, b]) => [Math.max(a as number, b as number)], reducer: "max" };
+    const maxRegion: RegionInfo = region(([a, b]) => [Math.max(a as number, b as number)], "max");
     const nan = scatter(
       [array("f32", [2], [1, 1])],
       array("i32", [1, 1], [1]),

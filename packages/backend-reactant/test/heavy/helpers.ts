@@ -1,7 +1,8 @@
 /** Shared helpers for the heavy-kernel tests: seeded randomness, indexing and comparisons. */
 import { expect } from "bun:test";
-import type { ElemType, NDArray } from "../../src/array.ts";
-import { strides } from "../../src/array.ts";
+import type { ElemType, NDArray, ReducerKind, RegionInfo, ScalarFn } from "../../src/array.ts";
+import { alloc, strides } from "../../src/array.ts";
+import { scalarReader, scalarWriter } from "../../src/kernels/heavy/element-io.ts";
 
 /** A small deterministic PRNG (mulberry32) so failures reproduce. */
 export function rng(seed: number): () => number {
@@ -108,4 +109,29 @@ export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<numbe
       throw new Error(`element ${i}: got ${a}, expected ${e}`);
     }
   }
+}
+
+/**
+ * A RegionInfo for tests from a scalar function: `batched` applies it element by element
+ * (single-element arguments broadcast), storing results as `resultTypes` (default: the types
+ * of the first arguments, as reducer regions return).
+ */
+export function region(fn: ScalarFn, reducer: ReducerKind = null, resultTypes?: ElemType[]): RegionInfo {
+  const batched = (args: NDArray[]): NDArray[] => {
+    const shape = (args.find((a) => count(a.shape) > 1) ?? (args[0] as NDArray)).shape;
+    const total = count(shape);
+    const readers = args.map((a) => {
+      const read = scalarReader(a);
+      return count(a.shape) === 1 ? () => read(0) : read;
+    });
+    const types = resultTypes ?? args.slice(0, fn(readers.map((r) => r(0))).length).map((a) => a.type);
+    const outs = types.map((type) => alloc(type, shape));
+    const writers = outs.map(scalarWriter);
+    for (let i = 0; i < total; i++) {
+      const values = fn(readers.map((r) => r(i)));
+      values.forEach((v, k) => writers[k]?.(i, v));
+    }
+    return outs;
+  };
+  return { fn, batched, reducer };
 }

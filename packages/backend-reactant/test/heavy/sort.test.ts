@@ -2,10 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { isXlaserveError } from "@xlaserve/core";
 import type { NDArray, RegionInfo } from "../../src/array.ts";
 import { sort } from "../../src/kernels/heavy/index.ts";
-import { array, randInt, rng } from "./helpers.ts";
+import { array, randInt, rng, region } from "./helpers.ts";
 
-const lessFirst: RegionInfo = { fn: (args) => [(args[0] as number) < (args[1] as number) ? 1 : 0], reducer: null };
-const greaterFirst: RegionInfo = { fn: (args) => [(args[0] as number) > (args[1] as number) ? 1 : 0], reducer: null };
+const lessFirst: RegionInfo = region((args) => [(args[0] as number) < (args[1] as number) ? 1 : 0], null, ["i1"]);
+const greaterFirst: RegionInfo = region((args) => [(args[0] as number) > (args[1] as number) ? 1 : 0], null, ["i1"]);
 const values = (a: NDArray | undefined) => Array.from((a as NDArray).data as ArrayLike<number>);
 
 describe("sort", () => {
@@ -69,7 +69,7 @@ describe("sort", () => {
         [n],
         Array.from({ length: n }, (_, i) => i),
       );
-      const bigLess: RegionInfo = { fn: (a) => [(a[0] as bigint) < (a[1] as bigint) ? 1 : 0], reducer: null };
+      const bigLess: RegionInfo = region((a) => [(a[0] as bigint) < (a[1] as bigint) ? 1 : 0], null, ["i1"]);
       const [, slowTags] = sort([keys, tags], 0, bigLess);
       const [, fastTags] = sort([keys, tags], 0, bigLess, {
         fastKey: { operand: 0, descending: false, totalOrder: false },

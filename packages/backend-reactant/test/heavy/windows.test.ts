@@ -2,18 +2,18 @@ import { describe, expect, test } from "bun:test";
 import { isXlaserveError } from "@xlaserve/core";
 import type { NDArray, RegionInfo, Scalar } from "../../src/array.ts";
 import { type ReduceWindowAttributes, reduceWindow, selectAndScatter } from "../../src/kernels/heavy/index.ts";
-import { array, count, randInt, rng } from "./helpers.ts";
+import { array, count, randInt, rng, region } from "./helpers.ts";
 import { naiveReduceWindow } from "./window-oracle.ts";
 
-const add: RegionInfo = { fn: ([a, b]) => [(a as number) + (b as number)], reducer: "add" };
-const max: RegionInfo = { fn: ([a, b]) => [Math.max(a as number, b as number)], reducer: "max" };
-const slow = (r: RegionInfo): RegionInfo => ({ fn: r.fn, reducer: null });
+const add: RegionInfo = region(([a, b]) => [(a as number) + (b as number)], "add");
+const max: RegionInfo = region(([a, b]) => [Math.max(a as number, b as number)], "max");
+const slow = (r: RegionInfo): RegionInfo => region(r.fn, null);
 
 describe("reduce_window", () => {
   test("interpret/reduce_window.mlir: base and window dilations with padding", () => {
     const input = array("i64", [3, 2], [1n, 2n, 3n, 4n, 5n, 6n]);
     const zero = array("i64", [], [0n]);
-    const addBig: RegionInfo = { fn: ([a, b]) => [(a as bigint) + (b as bigint)], reducer: "add" };
+    const addBig: RegionInfo = region(([a, b]) => [(a as bigint) + (b as bigint)], "add");
     const attrs = {
       windowDimensions: [2, 1],
       windowStrides: [4, 1],
@@ -87,10 +87,10 @@ describe("reduce_window", () => {
   test("two operands with a region (argmax over windows)", () => {
     const values = array("f32", [4], [3, 9, 9, 1]);
     const indices = array("i32", [4], [0, 1, 2, 3]);
-    const argmax: RegionInfo = {
-      fn: ([v, i, w, j]) => ((w as number) > (v as number) ? [w as Scalar, j as Scalar] : [v as Scalar, i as Scalar]),
-      reducer: null,
-    };
+    const argmax: RegionInfo = region(
+      ([v, i, w, j]) => ((w as number) > (v as number) ? [w as Scalar, j as Scalar] : [v as Scalar, i as Scalar]),
+      null,
+    );
     const [v, i] = reduceWindow(
       [values, indices],
       [array("f32", [], [Number.NEGATIVE_INFINITY]), array("i32", [], [-1])],
@@ -113,8 +113,8 @@ describe("reduce_window", () => {
 });
 
 describe("select_and_scatter", () => {
-  const ge: RegionInfo = { fn: ([a, b]) => [(a as bigint) >= (b as bigint) ? 1 : 0], reducer: null };
-  const addBig: RegionInfo = { fn: ([a, b]) => [(a as bigint) + (b as bigint)], reducer: "add" };
+  const ge: RegionInfo = region(([a, b]) => [(a as bigint) >= (b as bigint) ? 1 : 0], null, ["i1"]);
+  const addBig: RegionInfo = region(([a, b]) => [(a as bigint) + (b as bigint)], "add");
 
   test("interpret/select_and_scatter.mlir (padding never selected)", () => {
     const operand = array("i64", [4, 2], [1n, 5n, 2n, 5n, 3n, 6n, 4n, 4n]);
@@ -134,7 +134,7 @@ describe("select_and_scatter", () => {
   });
 
   test("ties go to the first element under GE, overlapping windows accumulate", () => {
-    const geF: RegionInfo = { fn: ([a, b]) => [(a as number) >= (b as number) ? 1 : 0], reducer: null };
+    const geF: RegionInfo = region(([a, b]) => [(a as number) >= (b as number) ? 1 : 0], null, ["i1"]);
     const out = selectAndScatter(
       array("f32", [4], [2, 2, 1, 2]),
       array("f32", [3], [10, 20, 30]),

@@ -11,6 +11,7 @@ export interface SplitBody {
 }
 
 const HEADER_LENGTH = "inference-header-content-length";
+const EMPTY = new Uint8Array(0);
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
@@ -20,29 +21,6 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  */
 export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
-  return readBodyBytes(request, declared, maxBytes);
-}
-
-/**
- * The common case, a plain JSON body with a Content-Length: read as text by Bun natively and
- * parsed, without a copy into bytes and a second UTF-8 decode. Returns undefined when the body
- * needs the general path (binary extension, compression, chunked).
- */
-export async function readPlainJson(request: Request, maxBytes: number): Promise<SplitBody | undefined> {
-  const headers = request.headers;
-  const declared = headers.get("content-length");
-  if (declared === null || headers.get("inference-header-content-length") !== null) return undefined;
-  const encoding = headers.get("content-encoding");
-  if (encoding !== null && encoding !== "identity") return undefined;
-  const length = Number(declared);
-  if (length > maxBytes) throw tooLarge(length, maxBytes);
-  const text = await request.text();
-  return { header: parseJsonLenient(text, "request body"), binary: EMPTY, headerBytes: length };
-}
-
-const EMPTY = new Uint8Array(0);
-
-async function readBodyBytes(request: Request, declared: string | null, maxBytes: number): Promise<Uint8Array> {
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(Number(declared), maxBytes);
   let bytes: Uint8Array;
   if (declared !== null || !request.body) {
@@ -79,7 +57,9 @@ function inflate(encoding: string, bytes: Uint8Array, maxBytes: number): Uint8Ar
     if (encoding === "gzip") return gunzipSync(bytes, options);
     if (encoding === "deflate") return inflateSync(bytes, options);
   } catch (error) {
-    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(maxBytes + 1, maxBytes);
+    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
+      throw new HttpError(413, `the ${encoding} request body inflates past the limit of ${maxBytes} bytes`);
+    }
     throw badRequest(`request body could not be decompressed as ${encoding}: ${(error as Error).message}`);
   }
   throw new HttpError(415, `Content-Encoding ${encoding} is not supported (use gzip, deflate or none)`);
@@ -98,7 +78,11 @@ function tooLarge(size: number, maxBytes: number, atLeast = false): HttpError {
  */
 export function splitBody(headerLength: string | null, bytes: Uint8Array): SplitBody {
   if (headerLength === null) {
-    return { header: parseJsonLenient(decodeText(bytes), "request body"), binary: EMPTY, headerBytes: bytes.byteLength };
+    return {
+      header: parseJsonLenient(decodeText(bytes), "request body"),
+      binary: EMPTY,
+      headerBytes: bytes.byteLength,
+    };
   }
   const trimmed = headerLength.trim();
   if (!/^\d+$/.test(trimmed)) {

@@ -4,7 +4,7 @@ import type { ModelRegistryView } from "../contract.ts";
 import { findModel } from "../metadata/service.ts";
 import { HttpError, errorResponse, statusForCode } from "../http-error.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { readBody, readPlainJson, splitBody } from "./body.ts";
+import { HEADER_LENGTH, readBody, splitBody } from "./body.ts";
 import { decodeInferRequest } from "./decode-request.ts";
 import { encodeInferResponse } from "./encode-response.ts";
 import { checkEnvelope } from "./envelope.ts";
@@ -34,9 +34,14 @@ export class InferService {
       label = model.name;
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
       const { maxBodyBytes } = this.options;
-      const split =
-        (await readPlainJson(request, maxBodyBytes)) ??
-        splitBody(request.headers.get("inference-header-content-length"), await readBody(request, maxBodyBytes));
+      let split;
+      if (process.env.FAST && request.headers.get(HEADER_LENGTH) === null && request.headers.get("content-encoding") === null) {
+        const text = await request.text();
+        split = { header: JSON.parse(text), binary: new Uint8Array(0), headerBytes: text.length };
+      } else {
+        const bytes = await readBody(request, maxBodyBytes);
+        split = splitBody(request.headers.get(HEADER_LENGTH), bytes);
+      }
       const body = checkEnvelope(split.header);
       id = body.id;
       const decoded = decodeInferRequest(model, body, split.binary, split.headerBytes);
@@ -57,7 +62,14 @@ export class InferService {
     metrics.requests.inc({ model: label, status });
     metrics.requestLatency.observe({ model: label }, seconds);
     if (failure !== undefined) {
-      logger.warn("infer failed", { model: modelName, version, status: response.status, ms: round(seconds * 1000), id, error: failure });
+      logger.warn("infer failed", {
+        model: modelName,
+        version,
+        status: response.status,
+        ms: round(seconds * 1000),
+        id,
+        error: failure,
+      });
     } else if (logger.level === "debug") {
       logger.debug("infer", { model: modelName, version, status: response.status, ms: round(seconds * 1000), id });
     }

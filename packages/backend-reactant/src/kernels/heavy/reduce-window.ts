@@ -17,6 +17,7 @@ import {
 import { type ScalarReader, scalarReader, scalarWriter } from "./element-io.ts";
 import { invalid } from "./errors.ts";
 import { bitExact } from "./permute.ts";
+import { batchedRegionReduce } from "./reduce-window-batched.ts";
 import { type SpanCombine, spanCombiner } from "./span-reducer.ts";
 import {
   type WindowAttributes,
@@ -29,6 +30,8 @@ import {
 export type ReduceWindowAttributes = WindowAttributes;
 
 const OP = "reduce_window";
+/** Below this many outputs a batched region call per tap costs more than scalar calls. */
+const BATCHED_MIN_OUTPUTS = 8;
 
 /** reduceWindow(inputs, initValues, attrs, body): one result per input. */
 export function reduceWindow(
@@ -48,6 +51,7 @@ export function reduceWindow(
   if (elementCount(g.outShape) === 0) return results;
   const fast = inputs.length === 1 ? spanCombiner(body.reducer, first.type) : null;
   if (fast) fastReduce(g, first, results[0] as NDArray, fast);
+  else if (elementCount(g.outShape) >= BATCHED_MIN_OUTPUTS) batchedRegionReduce(g, inputs, results, body);
   else regionReduce(g, inputs, results, body);
   return results;
 }

@@ -7,7 +7,13 @@
 import type { ElemType, ReducerKind, TypedArray } from "../../array.ts";
 import { rawCombiner } from "./fast-reducer.ts";
 
-export type SpanCombine = (out: TypedArray, outOffset: number, input: TypedArray, inOffset: number, length: number) => void;
+export type SpanCombine = (
+  out: TypedArray,
+  outOffset: number,
+  input: TypedArray,
+  inOffset: number,
+  length: number,
+) => void;
 
 function addF32(out: Float32Array, o: number, input: Float32Array, i: number, n: number): void {
   for (let c = 0; c < n; c++) out[o + c] = (out[o + c] as number) + (input[i + c] as number);

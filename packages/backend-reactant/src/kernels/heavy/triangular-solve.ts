@@ -1,14 +1,16 @@
 /**
  * stablehlo.triangular_solve: solves op(a) x = b (left_side) or x op(a) = b for each batch,
  * by forward or back substitution (complex arithmetic throughout, imaginary parts zero
- * for real types). Narrow types (f32, f16, bf16, c64) round every step to f32, as XLA's f32
- * solver does: the exact f64 answer of an ill-conditioned system can differ from XLA's by far
- * more than rounding, and XLA's answer is the one models were validated against. Only the triangle `lower` names is read;
+ * for real types). Systems up to 128 follow XLA's expander step for step (triangular-paths.ts);
+ * larger ones use plain substitution. Narrow types (f32, f16, bf16, c64) round every step to
+ * f32 as XLA's f32 code does: for an ill-conditioned system the exact answer can differ from
+ * XLA's by far more than rounding, and XLA's answer is the one models were validated against. Only the triangle `lower` names is read;
  * unit_diagonal treats the diagonal as ones without reading it.
  */
 import { type ElemType, type NDArray, elementCount, isComplexType } from "../../array.ts";
 import { fromFloats, toFloat64 } from "./element-io.ts";
 import { invalid } from "./errors.ts";
+import { invertTriangular, multiplyByInverse, type Round, solveDirectly } from "./triangular-paths.ts";
 
 export type TransposeKind = "NO_TRANSPOSE" | "TRANSPOSE" | "ADJOINT";
 
@@ -48,6 +50,26 @@ function join(type: ElemType, shape: number[], x: Split): NDArray {
   return { type, shape, data };
 }
 
+/** XLA's TriangularSolveExpander block size, and when it prefers direct solves instead. */
+const BLOCK_SIZE = 128;
+const DIRECT_MIN_BATCH = BLOCK_SIZE / 16;
+const DIRECT_MAX_SIZE = BLOCK_SIZE / 4;
+
+/** a masked to the triangle `lower` names, with ones on the diagonal when unit_diagonal. */
+function maskedA(A: Split, batch: number, m: number, attrs: TriangularSolveAttributes): Split {
+  const re = new Float64Array(m * m);
+  const im = new Float64Array(m * m);
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < m; j++) {
+      if (i === j ? attrs.unitDiagonal : attrs.lower ? j > i : j < i) continue;
+      re[i * m + j] = A.re[batch * m * m + i * m + j] as number;
+      im[i * m + j] = A.im[batch * m * m + i * m + j] as number;
+    }
+    if (attrs.unitDiagonal) re[i * m + i] = 1;
+  }
+  return { re, im };
+}
+
 /** triangularSolve(a, b, attrs): x with b's shape. */
 export function triangularSolve(a: NDArray, b: NDArray, attrs: TriangularSolveAttributes): NDArray {
   const rank = a.shape.length;
@@ -85,7 +107,20 @@ export function triangularSolve(a: NDArray, b: NDArray, attrs: TriangularSolveAt
       if (attrs.unitDiagonal) tr[i * m + i] = 1;
     }
     const base = batch * rows * cols;
-    if (attrs.leftSide) solveLeft(tr, ti, m, cols, X, base, opLower, round);
+    if (m === 1) {
+      // XLA's degenerate case: one division (or nothing for a unit diagonal).
+      if (!attrs.unitDiagonal) solveLeft(tr, ti, 1, rows * cols, X, base, true, round);
+    } else if (batches > DIRECT_MIN_BATCH && m < DIRECT_MAX_SIZE) {
+      solveDirectly(tr, ti, m, X, base, rows, cols, attrs.leftSide, opLower, attrs.unitDiagonal, round);
+    } else if (m <= BLOCK_SIZE) {
+      const masked = maskedA(A, batch, m, attrs);
+      const inv = invertTriangular(masked, m, attrs.lower, round);
+      const p = (r: number, c: number): [number, number] =>
+        transposed
+          ? [inv.re[c * m + r] as number, conjugate * (inv.im[c * m + r] as number)]
+          : [inv.re[r * m + c] as number, inv.im[r * m + c] as number];
+      multiplyByInverse(p, m, X, base, rows, cols, attrs.leftSide, round);
+    } else if (attrs.leftSide) solveLeft(tr, ti, m, cols, X, base, opLower, round);
     else solveRight(tr, ti, m, rows, X, base, opLower, round);
   }
   return join(b.type, [...b.shape], X);
@@ -150,8 +185,6 @@ function solveRight(
     }
   }
 }
-
-type Round = (value: number) => number;
 
 function divideInto(X: Split, at: number, nr: number, ni: number, dr: number, di: number, round: Round): void {
   if (di === 0) {

@@ -1,0 +1,55 @@
+import { describe, expect, test } from "bun:test";
+import type { NDArray } from "../src/array.ts";
+import { parseModule } from "../src/parser/parser.ts";
+import { Arena } from "../src/plan/arena.ts";
+import { Program } from "../src/plan/program.ts";
+import { loadExample } from "./helpers/bundles.ts";
+
+function runWith(text: string, args: NDArray[], fuse: boolean): { outputs: NDArray[]; steps: number } {
+  const program = new Program(parseModule(text), { fuse });
+  const f = program.func(program.entryName());
+  return { outputs: f.invoke(args, { arena: new Arena(), failures: [] }) as NDArray[], steps: f.body.steps.length };
+}
+
+const bytes = (a: NDArray) => new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
+
+describe("elementwise fusion", () => {
+  test("a chain with broadcasts becomes one step and keeps every op's rounding", () => {
+    const text = `func.func @main(%x: tensor<2x3xf16>, %b: tensor<3xf16>, %k: tensor<2x3xi8>) -> (tensor<2x3xf16>, tensor<2x3xi8>) {
+      %0 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<3xf16>) -> tensor<2x3xf16>
+      %1 = stablehlo.multiply %x, %0 : tensor<2x3xf16>
+      %2 = stablehlo.exponential %1 : tensor<2x3xf16>
+      %3 = stablehlo.add %2, %x : tensor<2x3xf16>
+      %4 = stablehlo.add %k, %k : tensor<2x3xi8>
+      %5 = stablehlo.multiply %4, %k : tensor<2x3xi8>
+      return %3, %5 : tensor<2x3xf16>, tensor<2x3xi8>
+    }`;
+    const x: NDArray = {
+      type: "f16",
+      shape: [2, 3],
+      data: new Uint16Array([0x3c00, 0x4000, 0x4200, 0xbc00, 0x3555, 0x4900]),
+    };
+    const b: NDArray = { type: "f16", shape: [3], data: new Uint16Array([0x3e00, 0x3800, 0x4500]) };
+    const k: NDArray = { type: "i8", shape: [2, 3], data: new Int8Array([100, -100, 7, 64, -64, 1]) };
+    const fused = runWith(text, [x, b, k], true);
+    const plain = runWith(text, [x, b, k], false);
+    expect(fused.steps).toBe(2);
+    expect(plain.steps).toBe(6);
+    fused.outputs.forEach((o, i) => {
+      expect(bytes(o)).toEqual(bytes(plain.outputs[i] as NDArray));
+    });
+    expect(Array.from(fused.outputs[1]?.data as Int8Array)).toEqual([32, 32, 98, 0, 0, 2]);
+  });
+
+  for (const model of ["cnn", "transformer"]) {
+    test(`${model}: fused and unfused plans give byte-identical outputs`, () => {
+      const c = loadExample(model, 1);
+      const fused = runWith(c.mlir, c.args, true);
+      const plain = runWith(c.mlir, c.args, false);
+      expect(fused.steps).toBeLessThan(plain.steps);
+      fused.outputs.forEach((o, i) => {
+        expect(bytes(o)).toEqual(bytes(plain.outputs[i] as NDArray));
+      });
+    });
+  }
+});
