@@ -172,9 +172,24 @@ let totalSeconds = 0;
 let totalFlops = 0;
 for (const layer of resnet50Convs()) {
   const pad = Math.floor(layer.k / 2);
-  const x: NDArray = { type: "f32", shape: [1, layer.h, layer.h, layer.cin], data: random(layer.h * layer.h * layer.cin) };
-  const w: NDArray = { type: "f32", shape: [layer.k, layer.k, layer.cin, layer.cout], data: random(layer.k * layer.k * layer.cin * layer.cout) };
-  const layerAttrs: ConvAttributes = { ...attrs, windowStrides: [layer.stride, layer.stride], padding: [[pad, pad], [pad, pad]] };
+  const x: NDArray = {
+    type: "f32",
+    shape: [1, layer.h, layer.h, layer.cin],
+    data: random(layer.h * layer.h * layer.cin),
+  };
+  const w: NDArray = {
+    type: "f32",
+    shape: [layer.k, layer.k, layer.cin, layer.cout],
+    data: random(layer.k * layer.k * layer.cin * layer.cout),
+  };
+  const layerAttrs: ConvAttributes = {
+    ...attrs,
+    windowStrides: [layer.stride, layer.stride],
+    padding: [
+      [pad, pad],
+      [pad, pad],
+    ],
+  };
   const seconds = time(3, () => convolution(x, w, layerAttrs));
   const hOut = Math.ceil(layer.h / layer.stride);
   totalSeconds += seconds * layer.repeat;

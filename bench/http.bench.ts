@@ -4,7 +4,7 @@
  * is what the worker's HTTP layer and codec (plus the model) cost over Bun itself.
  *
  *   bun bench/http.bench.ts [--target worker|registry] [--duration 8] [--connections 16]
- *                           [--rounds 2] [--generator wrk|bun]
+ *                           [--rounds 2] [--generator wrk|bun] [--results-dir DIR]
  *
  * target worker (default): apps/worker's startWorker over a temp copy of examples/models/mlp on
  * the CPU engine. target registry: the server package's test registry, whose "mlp" has the same
@@ -13,12 +13,14 @@
  * the figure is the HTTP layer and codec alone.
  * The load generator runs in its own process: wrk (Debian package) when installed, else N
  * keep-alive fetch loops in a Bun subprocess (this file with --generate).
- * Writes bench/results/http-<date>.json (http-<date>-<target>.json for the stand-in targets).
+ * Writes bench/results/http-<date>.json (http-<target>-<date>.json for the stand-in targets) in
+ * the shape of bench/lib/results.ts.
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { BenchResult, resultsDir } from "./lib/results.ts";
 
 interface LoadResult {
   /** CPU time of this (server) process per answered request, in microseconds. */
@@ -46,6 +48,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "2" },
     generator: { type: "string" },
     generate: { type: "string" },
+    "results-dir": { type: "string" },
   },
 });
 
@@ -56,6 +59,10 @@ if (args.generate) {
 }
 
 const benchDir = import.meta.dir;
+const result = new BenchResult(args.target === "worker" ? "http" : `http-${args.target}`);
+result.dir = resultsDir(args["results-dir"]);
+// Other work on the machine skews requests/s; the load average at the start is kept with the figures.
+const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
 const duration = Number(args.duration);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
@@ -115,42 +122,32 @@ const summary = (list: LoadResult[]) => ({
 });
 const bareSummary = summary(figures.bare);
 const xlaSummary = summary(figures.xlaserve);
-const ratio = xlaSummary.rps / bareSummary.rps;
-const date = new Date().toISOString();
-const result = {
-  command: `bun bench/http.bench.ts ${process.argv.slice(2).join(" ")}`.trim(),
-  date,
-  machine: {
-    cpu: cpus()[0]?.model ?? "unknown",
-    cores: cpus().length,
-    platform: `${process.platform} ${process.arch}`,
-    bun: Bun.version,
-  },
-  target: target.kind,
-  model: "mlp",
-  request: { bytes: requestBody.length, shape: [1, 64], datatype: "FP32" },
-  response: { bytes: responseText.length },
-  generator,
-  connections,
-  durationSeconds: duration,
-  bare: bareSummary,
-  xlaserve: xlaSummary,
-  ratio: round3(ratio),
-  /** Bare Bun's CPU per request over xlaserve's: the throughput ratio when the server is CPU-bound. */
-  cpuRatio: round3(bareSummary.serverCpuUsPerRequest / xlaSummary.serverCpuUsPerRequest),
-  goal: 0.6,
-};
-mkdirSync(join(benchDir, "results"), { recursive: true });
-const suffix = target.kind === "worker" ? "" : `-${target.kind}`;
-const file = join(benchDir, "results", `http-${date.slice(0, 10)}${suffix}.json`);
-writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+result.figure("target", target.kind);
+result.figure("model", "mlp");
+result.figure("request", { bytes: requestBody.length, shape: [1, 64], datatype: "FP32" });
+result.figure("response", { bytes: responseText.length });
+result.figure("load", { generator, connections, durationSeconds: duration, rounds, loadAverageAtStart: loadAtStart });
+result.figure("bare", bareSummary);
+result.figure("xlaserve", xlaSummary);
 console.log(`target ${target.kind}, generator ${generator}, ${connections} connections, ${rounds} x ${duration} s`);
 console.log(`bare Bun.serve : ${bareSummary.rps} req/s  p50 ${bareSummary.p50Ms} ms  p99 ${bareSummary.p99Ms} ms`);
 console.log(`xlaserve mlp   : ${xlaSummary.rps} req/s  p50 ${xlaSummary.p50Ms} ms  p99 ${xlaSummary.p99Ms} ms`);
-console.log(`ratio ${(ratio * 100).toFixed(1)}% of bare Bun's requests/s (goal 60%) -> ${file}`);
-console.log(
-  `server CPU per request: bare ${bareSummary.serverCpuUsPerRequest} us, xlaserve ${xlaSummary.serverCpuUsPerRequest} us (ratio ${result.cpuRatio})`,
+result.ratio(
+  "requests_per_second",
+  { label: `xlaserve ${target.kind} req/s`, value: xlaSummary.rps },
+  { label: "bare Bun.serve req/s", value: bareSummary.rps },
+  ">= 0.6",
 );
+// The throughput ratio when the server is CPU-bound; steadier than req/s on a shared machine.
+result.ratio(
+  "server_cpu_per_request",
+  { label: "bare Bun.serve CPU us/request", value: bareSummary.serverCpuUsPerRequest },
+  { label: `xlaserve ${target.kind} CPU us/request`, value: xlaSummary.serverCpuUsPerRequest },
+);
+if (xlaSummary.errors + bareSummary.errors > 0) {
+  result.note(`non-200 answers: bare ${bareSummary.errors}, xlaserve ${xlaSummary.errors}`);
+}
+result.write();
 
 // ---------------------------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ bun bench/cpu/engine-vs-xla.bench.ts [options]
   --cores LIST         pin both sides with taskset -c LIST (default 0,1; "none" to not pin)
   --blas-threads N     OPENBLAS_NUM_THREADS for the engine (default: the number of pinned cores)
   --profile-runs N     runs of the per-op profile (default 3; 0 to skip)
+  --max-seconds-per-model N  fewer timed engine runs (at least 5) when they would take longer (60)
   --results-dir DIR    where the JSON goes
 `;
 const { values } = parseFlags(USAGE, {
@@ -53,6 +54,7 @@ const { values } = parseFlags(USAGE, {
   cores: { type: "string" },
   "blas-threads": { type: "string" },
   "profile-runs": { type: "string" },
+  "max-seconds-per-model": { type: "string" },
   "results-dir": { type: "string" },
 });
 const EXAMPLES = resolve(import.meta.dir, "..", "..", "examples", "models");
@@ -66,6 +68,7 @@ const pinned = cores !== "none";
 const coreCount = pinned ? expandCpuList(cores).length : navigator.hardwareConcurrency;
 const blasThreads = intFlag(values["blas-threads"], coreCount, "blas-threads");
 const profileRuns = intFlag(values["profile-runs"], 3, "profile-runs");
+const maxSecondsPerModel = intFlag(values["max-seconds-per-model"], 60, "max-seconds-per-model");
 
 // Pin this process (the engine side) by re-executing under taskset, once; BLAS threads are read
 // by OpenBLAS when it loads, so they are set for the re-executed process too.
@@ -84,6 +87,7 @@ if (!process.env.XLASERVE_BENCH_REEXEC) {
 }
 
 const result = new BenchResult("engine-vs-xla-cpu");
+result.dir = resultsDir(values["results-dir"] as string | undefined);
 result.figure("settings", {
   modelsDir,
   models: only,
@@ -182,9 +186,21 @@ async function engineSide(be: AbstractBackend, bundle: Bundle, entry: Record<str
       entry.maxAbsDiffVsXlaCpuReference = String(err instanceof Error ? err.message : err);
     }
   }
+  // Time box: a slow model gets fewer timed runs (never under 5) so the whole step fits its limit.
+  const p0 = performance.now();
+  disposeAll(await be.execute(exe, args));
+  const oneRunMs = performance.now() - p0;
+  const budgetRuns = Math.floor((maxSecondsPerModel * 1000) / Math.max(oneRunMs, 1e-3)) - warmup - profileRuns;
+  const runsUsed = Math.max(Math.min(runs, 5), Math.min(runs, budgetRuns));
+  if (runsUsed < runs) {
+    result.note(
+      `${bundle.name}: one run takes ${oneRunMs.toFixed(0)} ms; ${runsUsed} timed runs instead of ${runs} (--max-seconds-per-model ${maxSecondsPerModel})`,
+    );
+  }
+  entry.runs = runsUsed;
   for (let i = 0; i < warmup; i++) disposeAll(await be.execute(exe, args));
   const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
+  for (let i = 0; i < runsUsed; i++) {
     const t0 = performance.now();
     const outs = await be.execute(exe, args);
     times.push(performance.now() - t0);
@@ -192,7 +208,7 @@ async function engineSide(be: AbstractBackend, bundle: Bundle, entry: Record<str
   }
   entry.engineMs = summarize(times);
   console.log(
-    `${bundle.name} b${batch}: engine median ${median(times).toFixed(2)} ms over ${runs} runs (compile ${entry.compileMs} ms)`,
+    `${bundle.name} b${batch}: engine median ${median(times).toFixed(2)} ms over ${runsUsed} runs (compile ${entry.compileMs} ms)`,
   );
   if (profileRuns > 0) entry.profile = await profile(be, exe, args);
   disposeAll(args);

@@ -49,6 +49,7 @@ const jaxCache = resolve((values["jax-cache"] as string | undefined) ?? join(wor
 const CHILD = join(import.meta.dir, "first-result-child.ts");
 
 const result = new BenchResult("first-result");
+result.dir = resultsDir(values["results-dir"] as string | undefined);
 result.figure("settings", {
   bundleDir,
   program,

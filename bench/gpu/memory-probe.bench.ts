@@ -66,6 +66,7 @@ const timeoutMs = intFlag(values["timeout-s"], 400, "timeout-s") * 1000;
 const CHILD = join(import.meta.dir, "memory-probe-child.ts");
 
 const result = new BenchResult(`memory-probe-${engine}`);
+result.dir = resultsDir(values["results-dir"] as string | undefined);
 result.figure("settings", { modelsDir, added, addedFrom, engine, requests });
 const plugin =
   engine === "pjrt"

@@ -83,6 +83,7 @@ const saveDir =
 const SAME_EXECUTABLE = join(import.meta.dir, "jax_same_executable.py");
 
 const result = new BenchResult("pjrt-compile-load");
+result.dir = resultsDir(values["results-dir"] as string | undefined);
 result.figure("settings", { modelsDir, loads, runs, latencyModels, compile: "in-process (isolateCompile: false)" });
 
 const pluginPath = await result.step("plugin", () => findCudaPlugin(values.plugin as string | undefined));

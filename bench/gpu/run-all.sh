@@ -35,7 +35,6 @@ OUT=${OUT:-$WORK/out}
 STAMP=$(date -u +%Y-%m-%dT%H-%M-%SZ)
 RES=$WORK/results/$STAMP
 LOGS=$RES/logs
-mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 STEPS=$RES/steps.jsonl
 export XLASERVE_BENCH_RESULTS=$RES
 export PYTHONUNBUFFERED=1
@@ -49,7 +48,7 @@ for p in "${phases[@]}"; do
     part1) expanded+=(setup export compile-load first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
     setup|export|compile-load|first-result|worker-start|memory|memory-worker|cpu) expanded+=("$p") ;;
-    -h|--help) sed -n 2,30p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
     *) echo "unknown phase: $p (setup export compile-load first-result worker-start memory memory-worker cpu part1 part2 all)" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +61,7 @@ if [ ${#expanded[@]} -gt 0 ]; then
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
   for x in compile-load first-result worker-start memory memory-worker cpu; do want $x && ordered+=($x); done
 fi
+mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
 
 elapsed() { echo $(( $(date +%s) - START )); }

@@ -57,6 +57,7 @@ const repository = join(work, "models");
 const stateDir = join(work, "state");
 
 const result = new BenchResult(`worker-start-${engine}`);
+result.dir = resultsDir(values["results-dir"] as string | undefined);
 result.figure("settings", { source, engine, runs, warmPerCold, measure: "spawn -> /v2/health/ready 200" });
 
 let plugin: string | undefined;

@@ -101,6 +101,8 @@ export class BenchResult {
   readonly errors: BenchError[] = [];
   readonly notes: string[] = [];
   readonly started = new Date();
+  /** Where write() / checkpoint() save; benchmarks set it from --results-dir. */
+  dir: string | undefined;
 
   constructor(
     readonly name: string,
@@ -150,6 +152,12 @@ export class BenchResult {
     } catch (err) {
       this.error(step, err);
       return undefined;
+    } finally {
+      try {
+        this.checkpoint();
+      } catch {
+        // a checkpoint that cannot be written must not fail the step
+      }
     }
   }
 
@@ -168,11 +176,24 @@ export class BenchResult {
   }
 
   /** Writes <dir>/<name>-<date>.json and returns its path. */
-  write(dir: string = resultsDir()): string {
+  write(dir: string = this.dir ?? resultsDir()): string {
+    const path = this.save(dir, false);
+    console.log(`wrote ${path}${this.errors.length ? ` (${this.errors.length} error(s) recorded)` : ""}`);
+    return path;
+  }
+
+  /**
+   * Writes the figures so far, quietly, to the same path as `write` and marked `partial: true`, so
+   * a benchmark killed by its time limit still leaves what it measured.
+   */
+  checkpoint(dir: string = this.dir ?? resultsDir()): string {
+    return this.save(dir, true);
+  }
+
+  private save(dir: string, partial: boolean): string {
     mkdirSync(dir, { recursive: true });
     const path = join(dir, `${this.name}-${fileDate(this.started)}.json`);
-    writeFileSync(path, `${JSON.stringify(this.toJSON(), jsonSafe, 2)}\n`);
-    console.log(`wrote ${path}${this.errors.length ? ` (${this.errors.length} error(s) recorded)` : ""}`);
+    writeFileSync(path, `${JSON.stringify({ ...this.toJSON(), partial }, jsonSafe, 2)}\n`);
     return path;
   }
 }

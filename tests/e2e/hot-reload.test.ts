@@ -75,17 +75,26 @@ describe("hot reload on the CPU engine", () => {
     });
     await Bun.sleep(100);
     scaleWeights(join(repo.repository, "mlp"), 5); // the new version: biases x5
+    // Versions are told apart by a clear margin: a request coalesced into the batch-8 program may
+    // differ from the batch-1 program's answer in the last bits.
+    const same = (a: number, b: number) => Math.abs(a - b) <= 1e-5 * Math.abs(b) + 1e-6;
     const fresh = await waitFor(async () => {
       const l = await logits();
-      return l[0] !== old[0] ? l : null;
+      return same(l[0] as number, old[0] as number) ? null : l;
     }, 120_000);
     await Bun.sleep(100);
     stop = true;
     await Promise.all(clients);
     expect(failures).toEqual([]);
     expect(ok).toBeGreaterThan(10);
-    expect(answers.at(-1)).toBe(fresh[0] as number);
-    expect(answers).toContain(old[0] as number);
+    const kinds = answers.map((a) =>
+      same(a, old[0] as number) ? "old" : same(a, fresh[0] as number) ? "new" : "other",
+    );
+    expect(kinds).not.toContain("other");
+    expect(kinds).toContain("old");
+    expect(kinds.at(-1)).toBe("new");
+    // Once the new version answered, the old one never did again (the swap is atomic).
+    expect(kinds.slice(kinds.indexOf("new"))).not.toContain("old");
     expect(logs.find("model reloaded").length).toBe(1);
     expect(logs.find("weight budget resolved").map((l) => l.cause)).toContain("replace");
     // A weights-only update keeps every compiled program (ARCHITECTURE rule 3).

@@ -55,3 +55,184 @@ export function sliceAxis(tensor: HostTensor, axis: number, size: number): HostT
   for (let o = 0; o < outer; o++) dst.set(src.subarray(o * srcBlock, o * srcBlock + dstBlock), o * dstBlock);
   return { dtype: tensor.dtype, shape, data: out };
 }
+
+/** Concatenates row-major tensors (same dtype, same shape but `axis`) along `axis`. */
+export function concatAxis(parts: readonly HostTensor[], axis: number): HostTensor {
+  const first = parts[0];
+  if (!first) throw new XlaserveError("INTERNAL", "nothing to concatenate");
+  const esize = dtypeSize(first.dtype);
+  const outer = elementCount(first.shape.slice(0, axis));
+  const inner = elementCount(first.shape.slice(axis + 1)) * esize;
+  const total = parts.reduce((a, p) => a + (p.shape[axis] ?? 0), 0);
+  const shape = [...first.shape];
+  shape[axis] = total;
+  const out = allocTyped(first.dtype, elementCount(shape));
+  const dst = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  const dstBlock = total * inner;
+  let offset = 0;
+  for (const p of parts) {
+    const rows = p.shape[axis] ?? 0;
+    const src = bytesOf(p);
+    const block = rows * inner;
+    for (let o = 0; o < outer; o++) dst.set(src.subarray(o * block, (o + 1) * block), o * dstBlock + offset * inner);
+    offset += rows;
+  }
+  return { dtype: first.dtype, shape, data: out };
+}
+
+/** Rows [start, start + length) of `axis` as a new tensor. */
+export function sliceRange(tensor: HostTensor, axis: number, start: number, length: number): HostTensor {
+  const current = tensor.shape[axis];
+  if (current === undefined || start + length > current) {
+    throw new XlaserveError("INTERNAL", `cannot take rows ${start}..${start + length} of axis ${axis} (${current})`);
+  }
+  if (start === 0 && length === current) return tensor;
+  const shape = [...tensor.shape];
+  shape[axis] = length;
+  const esize = dtypeSize(tensor.dtype);
+  const outer = elementCount(tensor.shape.slice(0, axis));
+  const inner = elementCount(tensor.shape.slice(axis + 1)) * esize;
+  const src = bytesOf(tensor);
+  const out = allocTyped(tensor.dtype, elementCount(shape));
+  const dst = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  const srcBlock = current * inner;
+  const dstBlock = length * inner;
+  for (let o = 0; o < outer; o++) {
+    dst.set(src.subarray(o * srcBlock + start * inner, o * srcBlock + (start + length) * inner), o * dstBlock);
+  }
+  return { dtype: tensor.dtype, shape, data: out };
+}
+
+export interface CoalescerOptions<T extends { readonly batch: number | null }, R> {
+  /** Largest batch one execution may carry (the largest compiled size). */
+  readonly maxBatch: number;
+  /** Executions in flight at once. */
+  readonly maxInFlight: number;
+  /** Requests waiting beyond which QUEUE_FULL is answered. */
+  readonly queueDepth: number;
+  readonly label: string;
+  /** Runs a group of same-variant requests as one execution; one result per request, in order. */
+  readonly run: (variant: number | null, items: readonly T[]) => Promise<R[]>;
+}
+
+interface Waiting<T, R> {
+  readonly variant: number | null;
+  readonly item: T;
+  resolve(r: R): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * Greedy request coalescing (dynamic batching with no added delay): a request that finds an
+ * execution slot free runs at once; requests that arrive while executions are in flight wait and
+ * leave together, as many (same variant, in arrival order) as fit in the largest compiled batch.
+ * Under load one execution serves many requests; alone, a request waits for nothing.
+ */
+export class Coalescer<T extends { readonly batch: number | null }, R> {
+  private readonly waiting: Waiting<T, R>[] = [];
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(private readonly options: CoalescerOptions<T, R>) {}
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  get active(): number {
+    return this.inFlight;
+  }
+
+  submit(variant: number | null, item: T, signal?: AbortSignal): Promise<R> {
+    if (this.inFlight >= this.options.maxInFlight && this.waiting.length >= this.options.queueDepth) {
+      return Promise.reject(
+        new XlaserveError(
+          "QUEUE_FULL",
+          `${this.options.label}: request queue is full (${this.inFlight} executions running, ${this.waiting.length} requests queued, queue depth ${this.options.queueDepth})`,
+          { running: this.inFlight, queued: this.waiting.length, queueDepth: this.options.queueDepth },
+        ),
+      );
+    }
+    return new Promise<R>((resolve, reject) => {
+      const entry: Waiting<T, R> = { variant, item, resolve, reject };
+      this.waiting.push(entry);
+      signal?.addEventListener(
+        "abort",
+        () => {
+          const i = this.waiting.indexOf(entry);
+          if (i >= 0) {
+            this.waiting.splice(i, 1);
+            reject(new XlaserveError("UNAVAILABLE", `${this.options.label}: request aborted while queued`));
+            this.checkIdle();
+          }
+        },
+        { once: true },
+      );
+      this.pump();
+    });
+  }
+
+  private take(): Waiting<T, R>[] {
+    const first = this.waiting.shift();
+    if (!first) return [];
+    const group = [first];
+    let rows = first.item.batch ?? this.options.maxBatch;
+    for (let i = 0; i < this.waiting.length; ) {
+      const next = this.waiting[i] as Waiting<T, R>;
+      const b = next.item.batch;
+      if (b === null || rows + b > this.options.maxBatch) break; // keep arrival order
+      if (next.variant !== first.variant) {
+        i++;
+        continue;
+      }
+      group.push(next);
+      rows += b;
+      this.waiting.splice(i, 1);
+    }
+    return group;
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.options.maxInFlight && this.waiting.length > 0) {
+      const group = this.take();
+      const first = group[0];
+      if (!first) break;
+      this.inFlight++;
+      this.options
+        .run(
+          first.variant,
+          group.map((g) => g.item),
+        )
+        .then(
+          (results) => {
+            group.forEach((g, i) => {
+              const r = results[i];
+              if (r === undefined) g.reject(new XlaserveError("INTERNAL", "a coalesced request got no result"));
+              else g.resolve(r);
+            });
+          },
+          (err) => {
+            for (const g of group) g.reject(err);
+          },
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+          this.checkIdle();
+        });
+    }
+  }
+
+  private checkIdle(): void {
+    if (this.inFlight === 0 && this.waiting.length === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  idle(): Promise<void> {
+    if (this.inFlight === 0 && this.waiting.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}

@@ -2,7 +2,7 @@ import type { AbstractBackend, DeviceBuffer, Executable, HostTensor, Logger, Mem
 import { XlaserveError, zeros } from "@xlaserve/core";
 import type { Bundle, BundleModule, TensorSpec } from "@xlaserve/core/bundle/types.ts";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
-import { chooseBatchSize, padAxis, sliceAxis } from "./batching.ts";
+import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceRange } from "./batching.ts";
 import type { Residency } from "./budget.ts";
 import { ConcurrencyLimiter, type DeviceLock } from "./limiter.ts";
 import type { WeightManager, WeightOwner } from "./weights.ts";
@@ -53,12 +53,22 @@ export interface RuntimeModelOptions {
   readonly hostWeights: readonly HostTensor[];
   readonly weightBytes: number;
   readonly limiter: { perModel: number; queueDepth: number };
+  /** Coalesce concurrent requests into one execution (default true where every tensor is batched). */
+  readonly coalesce?: boolean;
+  /** Coalesced executions in flight at once (default concurrency.perModel). */
+  readonly executionsInFlight?: number;
   readonly deviceLock: DeviceLock;
   readonly log: Logger;
   readonly hooks?: RuntimeHooks;
   readonly generation: number;
   readonly fingerprint: string;
   readonly loadMs: number;
+}
+
+interface GroupItem {
+  readonly inputs: ReadonlyMap<string, HostTensor>;
+  readonly batch: number | null;
+  readonly t0: number;
 }
 
 /** A backend that runs a whole request in one call (the threaded engine). */
@@ -107,6 +117,8 @@ export class RuntimeModel implements ServedModel {
   private readonly weightsManager: WeightManager;
   private readonly hostWeights: readonly HostTensor[];
   private readonly limiter: ConcurrencyLimiter;
+  /** Greedy request coalescing, for models whose every input and output has a batch axis. */
+  private readonly coalescer: Coalescer<GroupItem, Map<string, HostTensor>> | null;
   private readonly deviceLock: DeviceLock;
   private readonly log: Logger;
   private readonly hooks: RuntimeHooks;
@@ -144,6 +156,28 @@ export class RuntimeModel implements ServedModel {
     this.hostWeights = options.hostWeights;
     this.weightBytes = options.weightBytes;
     this.limiter = new ConcurrencyLimiter(options.limiter.perModel, options.limiter.queueDepth, `model "${this.name}"`);
+    const coalescible =
+      (options.coalesce ?? true) &&
+      this.maxBatchSize > 1 &&
+      this.inputs.length > 0 &&
+      this.inputs.every((s) => s.batchAxis !== null) &&
+      this.outputs.every((s) => s.batchAxis !== null);
+    this.coalescer = coalescible
+      ? new Coalescer<GroupItem, Map<string, HostTensor>>({
+          maxBatch: this.maxBatchSize,
+          maxInFlight: options.executionsInFlight ?? options.limiter.perModel,
+          queueDepth: options.limiter.queueDepth,
+          label: `model "${this.name}"`,
+          run: (variant, items) => {
+            const now = performance.now();
+            for (const i of items) {
+              this.counters.queue.count++;
+              this.counters.queue.ns += Math.round((now - i.t0) * 1e6);
+            }
+            return this.runGroup(variant, items);
+          },
+        })
+      : null;
     this.deviceLock = options.deviceLock;
     this.log = options.log;
     this.hooks = options.hooks ?? {};
@@ -218,7 +252,9 @@ export class RuntimeModel implements ServedModel {
       loadMs: Math.round(this.loadMs * 10) / 10,
       programs: this.programRecords(),
       probe: this.probe,
-      queue: { running: this.limiter.active, queued: this.limiter.queued },
+      queue: this.coalescer
+        ? { coalescing: true, running: this.coalescer.active, queued: this.coalescer.queued }
+        : { coalescing: false, running: this.limiter.active, queued: this.limiter.queued },
       ...this.budgetInfo(),
     };
   }
@@ -312,6 +348,24 @@ export class RuntimeModel implements ServedModel {
     if (this.disposed) throw new XlaserveError("UNAVAILABLE", `model "${this.name}" is not loaded`);
     const t0 = performance.now();
     const c = this.counters;
+    const variant = this.pickVariant(request.inputs);
+    const batch = this.requestBatch(request.inputs);
+    if (this.coalescer && batch !== null) {
+      const item: GroupItem = { inputs: request.inputs, batch, t0 };
+      try {
+        const pending = this.coalescer.submit(variant, item, request.signal);
+        this.hooks.queueDepth?.(this.name, this.coalescer.queued);
+        const out = await pending;
+        this.countSuccess(batch, t0);
+        return out;
+      } catch (err) {
+        c.fail.count++;
+        c.fail.ns += nsSince(t0);
+        throw err;
+      } finally {
+        this.hooks.queueDepth?.(this.name, this.coalescer.queued);
+      }
+    }
     this.hooks.queueDepth?.(this.name, this.limiter.queued + 1);
     try {
       await this.limiter.acquire(request.signal);
@@ -325,13 +379,9 @@ export class RuntimeModel implements ServedModel {
     c.queue.count++;
     c.queue.ns += nsSince(t0);
     try {
-      const out = await this.run(request.inputs);
-      c.inferenceCount += this.requestBatch(request.inputs) ?? 1;
-      c.executionCount++;
-      c.lastInference = Date.now();
-      c.success.count++;
-      c.success.ns += nsSince(t0);
-      return out;
+      const [out] = await this.runGroup(variant, [{ inputs: request.inputs, batch, t0 }]);
+      this.countSuccess(batch ?? 1, t0);
+      return out as Map<string, HostTensor>;
     } catch (err) {
       c.fail.count++;
       c.fail.ns += nsSince(t0);
@@ -341,84 +391,92 @@ export class RuntimeModel implements ServedModel {
     }
   }
 
-  /** Runs one request on the device (the caller holds a concurrency slot). */
-  private async run(inputs: ReadonlyMap<string, HostTensor>): Promise<Map<string, HostTensor>> {
-    const variant = this.pickVariant(inputs);
-    const batch = this.requestBatch(inputs);
-    const size = batch === null ? (this.compiledBatchSizes[0] ?? 1) : chooseBatchSize(this.compiledBatchSizes, batch);
+  private countSuccess(batch: number, t0: number): void {
+    const c = this.counters;
+    c.inferenceCount += batch;
+    c.lastInference = Date.now();
+    c.success.count++;
+    c.success.ns += nsSince(t0);
+  }
+
+  /**
+   * Runs requests of one variant as a single execution: their inputs concatenated along the batch
+   * axis and zero-padded up to the smallest compiled size that holds them all; every output with a
+   * batch axis is cut back into each request's rows. One request is the common case.
+   */
+  private async runGroup(variant: number | null, items: readonly GroupItem[]): Promise<Map<string, HostTensor>[]> {
+    const batched = items.every((i) => i.batch !== null);
+    const total = batched ? items.reduce((a, i) => a + (i.batch ?? 0), 0) : null;
+    if (!batched && items.length !== 1) throw new XlaserveError("INTERNAL", "only batched requests are coalesced");
+    const size = total === null ? (this.compiledBatchSizes[0] ?? 1) : chooseBatchSize(this.compiledBatchSizes, total);
     if (size === undefined) {
       throw new XlaserveError(
         "INVALID_ARGUMENT",
-        `model "${this.name}": batch ${batch} exceeds the largest compiled batch size ${this.maxBatchSize}`,
+        `model "${this.name}": batch ${total} exceeds the largest compiled batch size ${this.maxBatchSize}`,
       );
     }
     const { program } = this.programFor(variant, size);
     const c = this.counters;
+    const inputsFor = (): HostTensor[] =>
+      this.inputs.map((spec) => {
+        const parts = items.map((item) => {
+          const t = item.inputs.get(spec.name);
+          if (!t) throw new XlaserveError("INVALID_ARGUMENT", `model "${this.name}": missing input "${spec.name}"`);
+          return t;
+        });
+        if (spec.batchAxis === null || total === null) return parts[0] as HostTensor;
+        const joined = parts.length === 1 ? (parts[0] as HostTensor) : concatAxis(parts, spec.batchAxis);
+        return padAxis(joined, spec.batchAxis, size);
+      });
+    const split = (results: readonly HostTensor[]): Map<string, HostTensor>[] => {
+      const outs = items.map(() => new Map<string, HostTensor>());
+      for (let o = 0; o < this.outputs.length; o++) {
+        const spec = this.outputs[o];
+        const host = results[o];
+        if (!spec || !host) continue;
+        let offset = 0;
+        items.forEach((item, k) => {
+          const rows = item.batch;
+          const mine =
+            spec.batchAxis === null || rows === null || total === null
+              ? host
+              : items.length === 1 && rows === size
+                ? host
+                : sliceRange(host, spec.batchAxis, offset, rows);
+          outs[k]?.set(spec.name, mine);
+          offset += rows ?? 0;
+        });
+      }
+      return outs;
+    };
     return this.deviceLock.shared(async () => {
       const tIn = performance.now();
       const lease = await this.weightsManager.acquire(this.ownerId);
       const fused = (this.backend as Partial<FusedRun>).run;
-      if (fused) {
-        // One round trip to the engine thread: upload, execute, download.
-        try {
-          const padded = this.inputs.map((spec) => {
-            const t = inputs.get(spec.name);
-            if (!t) throw new XlaserveError("INVALID_ARGUMENT", `model "${this.name}": missing input "${spec.name}"`);
-            return spec.batchAxis !== null && batch !== null ? padAxis(t, spec.batchAxis, size) : t;
-          });
-          c.computeInput.count++;
-          c.computeInput.ns += nsSince(tIn);
-          const tRun = performance.now();
-          const results = await fused.call(this.backend, program.executable, padded, lease.buffers);
-          const runSeconds = (performance.now() - tRun) / 1000;
-          c.computeInfer.count++;
-          c.computeInfer.ns += Math.round(runSeconds * 1e9);
-          this.hooks.computeSeconds?.(this.name, runSeconds);
-          const tOut = performance.now();
-          const out = new Map<string, HostTensor>();
-          for (let i = 0; i < this.outputs.length; i++) {
-            const spec = this.outputs[i];
-            let host = results[i];
-            if (!spec || !host) continue;
-            if (spec.batchAxis !== null && batch !== null && batch !== size)
-              host = sliceAxis(host, spec.batchAxis, batch);
-            out.set(spec.name, host);
-          }
-          c.computeOutput.count++;
-          c.computeOutput.ns += nsSince(tOut);
-          return out;
-        } finally {
-          lease.release();
-        }
-      }
       const args: DeviceBuffer[] = [];
       let results: DeviceBuffer[] = [];
       try {
-        for (const spec of this.inputs) {
-          const t = inputs.get(spec.name);
-          if (!t) throw new XlaserveError("INVALID_ARGUMENT", `model "${this.name}": missing input "${spec.name}"`);
-          const padded = spec.batchAxis !== null && batch !== null ? padAxis(t, spec.batchAxis, size) : t;
-          args.push(await this.backend.upload(padded));
+        const prepared = inputsFor();
+        let hostResults: HostTensor[];
+        if (fused) {
+          // One round trip to the engine thread: upload, execute, download.
+          c.computeInput.count++;
+          c.computeInput.ns += nsSince(tIn);
+          const tRun = performance.now();
+          hostResults = await fused.call(this.backend, program.executable, prepared, lease.buffers);
+          this.countRun(tRun);
+        } else {
+          for (const t of prepared) args.push(await this.backend.upload(t));
+          c.computeInput.count++;
+          c.computeInput.ns += nsSince(tIn);
+          const tRun = performance.now();
+          results = await this.backend.execute(program.executable, [...args, ...lease.buffers]);
+          this.countRun(tRun);
+          hostResults = [];
+          for (const b of results) hostResults.push(await this.backend.download(b));
         }
-        c.computeInput.count++;
-        c.computeInput.ns += nsSince(tIn);
-        const tRun = performance.now();
-        results = await this.backend.execute(program.executable, [...args, ...lease.buffers]);
-        const runSeconds = (performance.now() - tRun) / 1000;
-        c.computeInfer.count++;
-        c.computeInfer.ns += Math.round(runSeconds * 1e9);
-        this.hooks.computeSeconds?.(this.name, runSeconds);
         const tOut = performance.now();
-        const out = new Map<string, HostTensor>();
-        for (let i = 0; i < this.outputs.length; i++) {
-          const spec = this.outputs[i];
-          const buffer = results[i];
-          if (!spec || !buffer) continue;
-          let host = await this.backend.download(buffer);
-          if (spec.batchAxis !== null && batch !== null && batch !== size)
-            host = sliceAxis(host, spec.batchAxis, batch);
-          out.set(spec.name, host);
-        }
+        const out = split(hostResults);
         c.computeOutput.count++;
         c.computeOutput.ns += nsSince(tOut);
         return out;
@@ -428,6 +486,14 @@ export class RuntimeModel implements ServedModel {
         lease.release();
       }
     });
+  }
+
+  private countRun(tRun: number): void {
+    const seconds = (performance.now() - tRun) / 1000;
+    this.counters.computeInfer.count++;
+    this.counters.computeInfer.ns += Math.round(seconds * 1e9);
+    this.counters.executionCount++;
+    this.hooks.computeSeconds?.(this.name, seconds);
   }
 
   /**
@@ -497,8 +563,8 @@ export class RuntimeModel implements ServedModel {
   }
 
   /** Resolves once no request runs or waits on this version. */
-  drain(): Promise<void> {
-    return this.limiter.idle();
+  async drain(): Promise<void> {
+    await Promise.all([this.limiter.idle(), this.coalescer?.idle()]);
   }
 
   /** Frees the programs and the weights. Call after drain(). */

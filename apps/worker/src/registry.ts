@@ -405,6 +405,9 @@ export class ModelRegistry implements ModelRegistryView {
         hostWeights,
         weightBytes,
         limiter: this.options.concurrency,
+        // The CPU engine runs one program at a time: one coalesced execution in flight makes the
+        // groups largest (measured: MLP 11k req/s in-process with 1 in flight, 5k with 2 or 4).
+        executionsInFlight: this.options.backend.name === "reactant" ? 1 : this.options.concurrency.perModel,
         deviceLock: this.deviceLock,
         log: this.log.child({ model: name }),
         hooks: this.options.hooks,

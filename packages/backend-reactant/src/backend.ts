@@ -73,6 +73,7 @@ class ReactantExecutable implements Executable {
     readonly module: Module,
     readonly entry: CompiledFunction,
     readonly argTypes: (TensorType | null)[],
+    readonly resultTypes: (TensorType | null)[],
     private readonly arena: Arena,
   ) {
     this.outputCount = entry.outputCount;
@@ -120,7 +121,8 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
       const entry = program.func(name);
       const f = module.funcs.find((x) => x.name === name);
       const argTypes = (f?.args ?? []).map((a) => (a.type.kind === "tensor" ? a.type : null));
-      return new ReactantExecutable(module, entry, argTypes, arena);
+      const resultTypes = (f?.resultTypes ?? []).map((t) => (t.kind === "tensor" ? t : null));
+      return new ReactantExecutable(module, entry, argTypes, resultTypes, arena);
     } catch (e) {
       if (isXlaserveError(e)) throw e;
       throw new XlaserveError("COMPILE_FAILED", `compile failed: ${(e as Error).message}`, {}, { cause: e });
@@ -213,10 +215,12 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
         if (isXlaserveError(e) && e.code !== "INTERNAL") throw e;
         throw new XlaserveError("EXECUTE_FAILED", `execution failed: ${(e as Error).message}`, {}, { cause: e });
       }
-      const buffers = results.map((r) => {
-        if (!isArray(r)) throw new XlaserveError("UNSUPPORTED", "tuple and token results are not supported");
-        return new ReactantBuffer(r, arena);
-      });
+      const problem = checkResults(results, exe.resultTypes);
+      if (problem) {
+        for (const r of results) release(arena, r);
+        throw problem;
+      }
+      const buffers = results.map((r) => new ReactantBuffer(r as NDArray, arena));
       for (const r of results) release(arena, r); // invoke handed them over counted
       return buffers;
     },
@@ -227,6 +231,22 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
       disposed = true;
     },
   };
+}
+
+/** A cheap guard against engine bugs: results must have the declared types and shapes. */
+function checkResults(results: RtValue[], declared: (TensorType | null)[]): XlaserveError | null {
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i];
+    if (!isArray(r)) return new XlaserveError("UNSUPPORTED", "tuple and token results are not supported");
+    const t = declared[i];
+    if (t && (t.elem !== r.type || t.shape.join() !== r.shape.join())) {
+      return new XlaserveError(
+        "INTERNAL",
+        `result ${i} is ${r.type}[${r.shape}], the program declares ${t.elem}[${t.shape}]`,
+      );
+    }
+  }
+  return null;
 }
 
 function asBuffer(buffer: DeviceBuffer): ReactantBuffer {

@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { type HostTensor, isXlaserveError } from "@xlaserve/core";
 import { createReactantBackend } from "../src/index.ts";
+import { dtypeOf } from "../src/plan/dtype-map.ts";
+import { loadExample } from "./helpers/bundles.ts";
 
 const ADD = new TextEncoder().encode(`func.func @main(%a: tensor<2x2xf32>, %w: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %0 = stablehlo.add %a, %w : tensor<2x2xf32>
@@ -69,6 +71,20 @@ describe("reactant backend", () => {
     out?.dispose();
     b.resetPeakMemory();
     expect(b.memoryStats()).toMatchObject({ inUseBytes: 32, peakBytes: 32 });
+  });
+
+  test("repeated runs of a model with calls leave no buffers behind", async () => {
+    const b = createReactantBackend();
+    const c = loadExample("mlp", 1);
+    const exe = await b.compile({ bytes: new TextEncoder().encode(c.mlir), format: "text" }, {});
+    const args = await Promise.all(
+      c.args.map((a) => b.upload({ dtype: dtypeOf(a.type), shape: a.shape, data: a.data as HostTensor["data"] })),
+    );
+    const baseline = b.memoryStats().inUseBytes;
+    b.resetPeakMemory();
+    for (let i = 0; i < 3; i++) for (const out of await b.execute(exe, args)) out.dispose();
+    expect(b.memoryStats().inUseBytes).toBe(baseline);
+    expect(b.memoryStats().peakBytes).toBeGreaterThan(baseline);
   });
 
   test("bad input gets typed errors", async () => {

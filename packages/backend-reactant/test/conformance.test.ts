@@ -10,7 +10,7 @@ import { formatReport, totals } from "../src/conformance/summary.ts";
  * Floors only ever rise: set them to what the engine reaches.
  */
 const FLOORS = {
-  testdata: { passed: 1499, maxUnsupported: 0 },
+  testdata: { passed: 1508, maxUnsupported: 0 },
   interpret: { passed: 447 },
 };
 
@@ -41,6 +41,18 @@ describe.skipIf(!available)("conformance", () => {
     expect(t.unsupported).toBeLessThanOrEqual(FLOORS.testdata.maxUnsupported);
     expect(t.passed / inScope).toBeGreaterThanOrEqual(0.97);
     expect(t.unsupported / list.length).toBeLessThanOrEqual(0.1);
+  }, 300_000);
+
+  test("without constant folding (every op a run-time step: fusion, liveness) the outcomes are the same", async () => {
+    const list = [...files(join(STABLEHLO, "testdata")), ...files(join(STABLEHLO, "interpret"))];
+    const folded = await runPool(list, { jobs: 2, timeoutMs: 60_000 });
+    const runtime = await runPool(list, { jobs: 2, timeoutMs: 60_000, programOptions: { fold: false } });
+    const key = (r: { file: string; func: string | null }) => `${r.file}@${r.func}`;
+    const byCase = new Map(folded.map((r) => [key(r), r.status]));
+    const differing = runtime
+      .filter((r) => byCase.get(key(r)) !== r.status)
+      .map((r) => `${key(r)}: ${r.status} ${r.detail ?? ""}`);
+    expect(differing).toEqual([]);
   }, 300_000);
 
   test("interpret: pass floor, >= 90% of in-scope functions", async () => {

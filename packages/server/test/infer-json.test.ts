@@ -162,8 +162,24 @@ describe("every datatype through JSON", () => {
   test("deeper nesting is read row-major when every level is even", async () => {
     const r = await infer("sum", {
       inputs: [
-        { name: "a", shape: [2, 2], datatype: "FP32", data: [[1, 2], [3, 4]] },
-        { name: "b", shape: [2, 2], datatype: "INT32", data: [[[10], [20]], [[30], [40]]] },
+        {
+          name: "a",
+          shape: [2, 2],
+          datatype: "FP32",
+          data: [
+            [1, 2],
+            [3, 4],
+          ],
+        },
+        {
+          name: "b",
+          shape: [2, 2],
+          datatype: "INT32",
+          data: [
+            [[10], [20]],
+            [[30], [40]],
+          ],
+        },
       ],
     });
     expect(r.status).toBe(200);

@@ -7,6 +7,7 @@ import { XlaserveError } from "@xlaserve/core";
 import { fallbackGemm } from "./fallback-gemm.ts";
 import type { GemmCall } from "./gemm-call.ts";
 import { type LoadedBlas, loadOpenBlas } from "./library.ts";
+import { SMALL_GEMM_LIMIT, smallGemm } from "./small-gemm.ts";
 
 const CBLAS_ROW_MAJOR = 101;
 const CBLAS_NO_TRANS = 111;
@@ -75,6 +76,10 @@ export function gemm(call: GemmCall): void {
   if (k === 0) {
     if (!call.accumulate)
       for (let i = 0; i < m; i++) call.c.fill(0, call.cOffset + i * call.ldc, call.cOffset + i * call.ldc + n);
+    return;
+  }
+  if (m * n * k <= SMALL_GEMM_LIMIT) {
+    smallGemm(call);
     return;
   }
   const library = blas();

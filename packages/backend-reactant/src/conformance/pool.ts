@@ -1,3 +1,4 @@
+import type { ProgramOptions } from "../plan/program.ts";
 import { type CaseResult, familyOf } from "./run-file.ts";
 
 export interface PoolOptions {
@@ -5,6 +6,8 @@ export interface PoolOptions {
   /** Per-file limit; a file past it counts as failed and its worker is replaced. */
   readonly timeoutMs: number;
   readonly onFile?: (path: string, results: CaseResult[]) => void;
+  /** Plan options for every program (`{ fold: false }` runs everything through run-time steps). */
+  readonly programOptions?: ProgramOptions;
 }
 
 export interface FileJob {
@@ -37,7 +40,7 @@ export async function runPool(files: FileJob[], options: PoolOptions): Promise<C
           clearTimeout(timer);
           resolve(new Error(event.message));
         };
-        w.postMessage({ path: job.path, name: job.name });
+        w.postMessage({ path: job.path, name: job.name, options: options.programOptions });
       });
       let fileResults: CaseResult[];
       if (Array.isArray(outcome)) fileResults = outcome;

@@ -2,7 +2,7 @@ import { isXlaserveError } from "@xlaserve/core";
 import type { Func, Module } from "../ir.ts";
 import { parseModule } from "../parser/parser.ts";
 import { Arena } from "../plan/arena.ts";
-import { Program } from "../plan/program.ts";
+import { Program, type ProgramOptions } from "../plan/program.ts";
 import type { CheckFailure } from "../plan/values.ts";
 
 /** The outcome of one conformance program (a testdata file, or one interpret function). */
@@ -30,7 +30,7 @@ export function familyOf(file: string): string {
  * Runs every case in one file's text. testdata files hold one module whose @main runs the op
  * and checks it; interpret files hold `// -----`-separated chunks of test functions.
  */
-export function runConformanceText(text: string, file: string): CaseResult[] {
+export function runConformanceText(text: string, file: string, options: ProgramOptions = {}): CaseResult[] {
   const family = familyOf(file);
   const chunks = text.split(/^\/\/ -----\s*$/m);
   const results: CaseResult[] = [];
@@ -45,7 +45,9 @@ export function runConformanceText(text: string, file: string): CaseResult[] {
       return;
     }
     for (const name of entryFunctions(module)) {
-      results.push(runCase(module, name, file, chunks.length > 1 || module.name === null ? name : null, family));
+      results.push(
+        runCase(module, name, file, chunks.length > 1 || module.name === null ? name : null, family, options),
+      );
     }
   });
   return results;
@@ -68,14 +70,21 @@ function entryFunctions(module: Module): string[] {
   return module.funcs.filter((f) => f.args.length === 0 && !called.has(f.name)).map((f) => f.name);
 }
 
-function runCase(module: Module, name: string, file: string, func: string | null, family: string): CaseResult {
+function runCase(
+  module: Module,
+  name: string,
+  file: string,
+  func: string | null,
+  family: string,
+  options: ProgramOptions,
+): CaseResult {
   const failures: CheckFailure[] = [];
   const f = module.funcs.find((x) => x.name === name);
   if (f && f.args.length > 0) {
     return { file, func, family, status: "unsupported", detail: `@${name} takes arguments the file does not give` };
   }
   try {
-    const program = new Program(module);
+    const program = new Program(module, options);
     const compiled = program.func(name);
     compiled.invoke([], { arena: new Arena(), failures });
   } catch (e) {

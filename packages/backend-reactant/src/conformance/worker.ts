@@ -1,5 +1,6 @@
 /// <reference lib="webworker" />
 import { readFileSync } from "node:fs";
+import type { ProgramOptions } from "../plan/program.ts";
 import { runConformanceText } from "./run-file.ts";
 
 /**
@@ -8,11 +9,11 @@ import { runConformanceText } from "./run-file.ts";
  */
 declare const self: Worker;
 
-self.onmessage = (event: MessageEvent<{ path: string; name: string }>) => {
-  const { path, name } = event.data;
+self.onmessage = (event: MessageEvent<{ path: string; name: string; options?: ProgramOptions }>) => {
+  const { path, name, options } = event.data;
   let results: ReturnType<typeof runConformanceText>;
   try {
-    results = runConformanceText(readFileSync(path, "utf8"), name);
+    results = runConformanceText(readFileSync(path, "utf8"), name, options);
   } catch (e) {
     results = [{ file: name, func: null, family: name, status: "failed", detail: `crashed: ${(e as Error).message}` }];
   }

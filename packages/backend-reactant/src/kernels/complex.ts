@@ -169,7 +169,7 @@ export function complexUnary(op: string, x: NDArray): NDArray {
     return { type: realTypeOf(x.type), shape: [...x.shape], data: out };
   }
   if (op === "is_finite") throw unsupported(op, "is_finite takes a float operand");
-  const f = UNARY[op];
+  const f = (x.type === "c64" ? F32_UNARY[op] : undefined) ?? UNARY[op];
   if (!f) throw unsupported(op, `${op} on complex numbers is not supported`);
   const out = allocData(x.type, n) as Float64Array;
   for (let i = 0; i < n; i++) {
@@ -184,8 +184,35 @@ export function hasComplexOp(op: string): boolean {
   return op in UNARY || op in BINARY || op === "abs" || op === "real" || op === "imag";
 }
 
+/**
+ * c64 arithmetic as XLA does it: every real operation rounded to f32 (products and sums in
+ * multiply, the exponentials in sin / cos), so results match XLA's bit for bit where the f64
+ * formula would differ by an f32 ULP that tolerances on large values do not absorb.
+ */
+const fr = Math.fround;
+const F32_BINARY: Record<string, Binary> = {
+  // XLA's CPU code contracts a*b - c*d into fma(a, b, -(c*d)): one product is rounded, one is not.
+  multiply: (ar, ai, br, bi) => [fr(ar * br - fr(ai * bi)), fr(fr(ar * bi) + ai * br)],
+};
+const F32_UNARY: Record<string, Unary> = {
+  sine: (re, im) => {
+    const e = fr(Math.exp(im));
+    const en = fr(Math.exp(-im));
+    const cosh = fr(fr(e + en) * 0.5);
+    const sinh = fr(fr(e - en) * 0.5);
+    return [fr(fr(Math.sin(re)) * cosh), fr(fr(Math.cos(re)) * sinh)];
+  },
+  cosine: (re, im) => {
+    const e = fr(Math.exp(im));
+    const en = fr(Math.exp(-im));
+    const cosh = fr(fr(e + en) * 0.5);
+    const sinh = fr(fr(e - en) * 0.5);
+    return [fr(fr(Math.cos(re)) * cosh), fr(-fr(fr(Math.sin(re)) * sinh))];
+  },
+};
+
 export function complexBinary(op: string, a: NDArray, b: NDArray): NDArray {
-  const f = BINARY[op];
+  const f = (a.type === "c64" ? F32_BINARY[op] : undefined) ?? BINARY[op];
   if (!f) throw unsupported(op, `${op} on complex numbers is not supported`);
   const n = Math.max(count(a), count(b));
   const sa = count(a) === 1 ? 0 : 2;

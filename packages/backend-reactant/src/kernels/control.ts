@@ -16,13 +16,13 @@ export function controlKernel(op: Op, tools: KernelTools): Kernel | null {
     case "func.call": {
       const callee = String(op.attrs.callee);
       const f = program.func(callee);
-      return (args, frame) => f.invoke(args, frame.ctx);
+      return (args, frame) => f.call(args, frame.ctx);
     }
     case "stablehlo.composite": {
       const decomposition = op.attrs.decomposition as { symbol: string } | undefined;
       if (!decomposition) throw new XlaserveError("MODULE_INVALID", "stablehlo.composite needs a decomposition");
       const f = program.func(decomposition.symbol);
-      return (args, frame) => f.invoke(args, frame.ctx);
+      return (args, frame) => f.call(args, frame.ctx);
     }
     case "stablehlo.while": {
       const [cond, body] = regions as [Block, Block];

@@ -200,7 +200,9 @@ function convertComplex(x: NDArray, to: ElemType): NDArray {
     return makeElementwise(`convert_${to}`, [real.type], to, ([a]) => convertExpr(real.type, to, a as string))([real]);
   }
   const realType = realTypeOf(to);
-  const asFloat = makeElementwise(`convert_${realType}`, [x.type], realType, ([a]) => convertExpr(x.type, realType, a as string))([x]);
+  const asFloat = makeElementwise(`convert_${realType}`, [x.type], realType, ([a]) =>
+    convertExpr(x.type, realType, a as string),
+  )([x]);
   const zero: NDArray = { type: realType, shape: [], data: allocData(realType, 1) };
   return { ...makeComplex(asFloat, zero), shape: [...x.shape] };
 }

@@ -1,3 +1,5 @@
+import { type DD, ddAdd, ddDivNumber, ddFromProduct, ddMul } from "./double-double.ts";
+
 /**
  * Special functions behind the chlo ops JAX emits (lgamma, digamma, erf, erfc, erf_inv,
  * bessel_i1e, next_after), computed in f64; callers round to the element type.
@@ -45,34 +47,46 @@ export function digamma(x: number): number {
   return result + Math.log(x) - 0.5 / x + series;
 }
 
-/** erf via its Taylor series near 0 and erfc's continued fraction elsewhere (full f64 accuracy). */
+/** 2/sqrt(pi) as a double-double. */
+const TWO_OVER_SQRT_PI: DD = [1.1283791670955126, 1.533545961316588e-17];
+
+/**
+ * erf(x) for |x| < 3 from its Taylor series summed in double-double: the alternating terms
+ * grow to e^(x^2) times the result, which plain f64 cannot absorb, and this keeps the result
+ * correctly rounded. Beyond 3, 1 - erfc(x) with erfc's continued fraction.
+ */
+function erfSeries(x: number): DD {
+  const minusX2: DD = ddFromProduct(-x, x);
+  let term: DD = [x, 0];
+  let sum: DD = [x, 0];
+  for (let n = 1; n < 200; n++) {
+    term = ddDivNumber(ddMul(term, minusX2), n);
+    const add = ddDivNumber(term, 2 * n + 1);
+    sum = ddAdd(sum, add);
+    if (Math.abs(add[0]) < 1e-34 * Math.abs(sum[0])) break;
+  }
+  return ddMul(sum, TWO_OVER_SQRT_PI);
+}
+
 export function erf(x: number): number {
   if (Number.isNaN(x)) return x;
   const ax = Math.abs(x);
-  if (ax < 1) {
-    // Taylor series: terms shrink fast below 1 and cancellation stays under one digit.
-    const x2 = x * x;
-    let term = x;
-    let sum = x;
-    for (let n = 1; n < 60; n++) {
-      term *= -x2 / n;
-      const add = term / (2 * n + 1);
-      sum += add;
-      if (Math.abs(add) < 1e-17 * Math.abs(sum)) break;
-    }
-    return (2 / Math.sqrt(Math.PI)) * sum;
-  }
+  if (ax < 3) return erfSeries(x)[0];
   const c = erfcLarge(ax);
   return x > 0 ? 1 - c : c - 1;
 }
 
 export function erfc(x: number): number {
   if (Number.isNaN(x)) return x;
-  if (x < 1) return 1 - erf(x);
+  if (x < 0) return 2 - erfc(-x);
+  if (x < 3) {
+    const e = erfSeries(x);
+    return ddAdd([1, 0], [-e[0], -e[1]])[0];
+  }
   return erfcLarge(x);
 }
 
-/** erfc for x >= 1 by Lentz's continued fraction. */
+/** erfc for x >= 3 by Lentz's continued fraction (converges quickly there). */
 function erfcLarge(x: number): number {
   if (x > 27) return 0;
   // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + 1/2/(x + 1/(x + 3/2/(x + ...))))
@@ -91,7 +105,9 @@ function erfcLarge(x: number): number {
     f *= delta;
     if (Math.abs(delta - 1) < 1e-16) break;
   }
-  return Math.exp(-x * x) / Math.sqrt(Math.PI) / f;
+  // exp(-x^2) with x^2 split into hi + lo: the rounding of x*x alone would cost several ULP.
+  const [hi, lo] = ddFromProduct(x, x);
+  return (Math.exp(-hi) * (1 - lo)) / Math.sqrt(Math.PI) / f;
 }
 
 /** Inverse of erf: Giles' approximation refined by Newton steps on erf. */

@@ -88,8 +88,7 @@ function storeParsed(out: NDArray, i: number, p: ParsedElement): void {
 
 function decodeBlob(hex: string, out: NDArray, count: number, fail: (m: string) => Error): NDArray {
   const size = storageBytes(out.type);
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  const bytes = hexToBytes(hex, fail);
   const target = new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.byteLength);
   if (bytes.length === size * count) target.set(bytes);
   else if (bytes.length === size) for (let i = 0; i < count; i++) target.set(bytes, i * size);
@@ -103,4 +102,24 @@ function decodeBlob(hex: string, out: NDArray, count: number, fail: (m: string) 
 
 export function unsupportedDense(what: string): XlaserveError {
   return new XlaserveError("UNSUPPORTED", `dense attribute ${what} is not supported`);
+}
+
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 10; i++) HEX_VALUE[48 + i] = i;
+for (let i = 0; i < 6; i++) {
+  HEX_VALUE[65 + i] = 10 + i;
+  HEX_VALUE[97 + i] = 10 + i;
+}
+
+/** Hex digits to bytes through a table (weights inlined as constants can be megabytes). */
+function hexToBytes(hex: string, fail: (m: string) => Error): Uint8Array {
+  if (hex.length % 2 !== 0) throw fail("hex blob has an odd number of digits");
+  const bytes = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < bytes.length; i++) {
+    const hi = HEX_VALUE[hex.charCodeAt(2 * i) & 127] as number;
+    const lo = HEX_VALUE[hex.charCodeAt(2 * i + 1) & 127] as number;
+    if (hi < 0 || lo < 0) throw fail(`'${hex.slice(2 * i, 2 * i + 2)}' is not a hex byte`);
+    bytes[i] = (hi << 4) | lo;
+  }
+  return bytes;
 }

@@ -73,6 +73,17 @@ export class CompiledFunction {
     readonly outputCount: number,
   ) {}
 
+  /**
+   * A call from another function: the results go straight into the caller's slots, which
+   * count them, so they are handed over uncounted.
+   */
+  call(args: RtValue[], ctx: ExecContext): RtValue[] {
+    const results = this.invoke(args, ctx);
+    for (const r of results) release(ctx.arena, r);
+    return results;
+  }
+
+  /** Runs the function. The results come back counted in ctx.arena (the caller owns them). */
   invoke(args: RtValue[], ctx: ExecContext): RtValue[] {
     const env = new Array<RtValue | undefined>(this.slotCount);
     const constant = new Uint8Array(this.slotCount);
@@ -87,7 +98,6 @@ export class CompiledFunction {
       return results;
     } finally {
       for (let s = 0; s < env.length; s++) if (!constant[s] && env[s] !== undefined) clearSlot(frame, s);
-      // results were retained above so the caller sees them counted; hand them over uncounted
     }
   }
 }
@@ -178,6 +188,8 @@ class Scope {
 export interface ProgramOptions {
   /** Fuse elementwise chains into generated loops (default true; false helps debugging). */
   readonly fuse?: boolean;
+  /** Fold ops on constants at compile time (default true; false runs everything at run time). */
+  readonly fold?: boolean;
 }
 
 export class Program {
@@ -276,7 +288,8 @@ class FunctionCompiler {
         ),
       );
       const uses = [...inputs];
-      for (const r of regions) for (const c of r.captures) uses.push(scope.locals.has(c) ? c : captureThrough(scope, c));
+      for (const r of regions)
+        for (const c of r.captures) uses.push(scope.locals.has(c) ? c : captureThrough(scope, c));
       if (EFFECTFUL.test(op.name)) this.pure = false;
       const kernel = buildKernel(op, { regions, program: this.program });
       const outputs = op.results.map((n) => scope.define(n, this.slots++));
@@ -293,6 +306,7 @@ class FunctionCompiler {
 
   private tryFold(op: Op, kernel: Kernel, inputs: number[], regions: Block[], outputs: number[]): boolean {
     if (EFFECTFUL.test(op.name)) return false;
+    if (this.program.options.fold === false && op.name !== "stablehlo.constant") return false;
     if (op.name === "func.call") {
       const callee = op.attrs.callee;
       if (typeof callee !== "string" || !this.program.func(callee).pure) return false;

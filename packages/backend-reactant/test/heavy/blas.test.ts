@@ -93,6 +93,41 @@ describe("GEMM", () => {
     expect(Array.from(c)).toEqual([1, 1, 1, 1, 1, 15, 9, 1, 1, 27, 17, 1, 1, 1, 1, 1]);
   });
 
+  test("sub-matrix addressing also holds on the BLAS path (sizes above the small-GEMM loop)", () => {
+    const next = rng(4);
+    const [m, n, k, ld] = [40, 36, 30, 50];
+    const a = randomMatrix(next, ld * ld, false);
+    const b = randomMatrix(next, ld * ld, false);
+    const c = new Float32Array(new ArrayBuffer(ld * ld * 4)).fill(2);
+    gemm({
+      m,
+      n,
+      k,
+      a,
+      aOffset: ld + 3,
+      lda: ld,
+      transA: false,
+      b,
+      bOffset: 2 * ld + 5,
+      ldb: ld,
+      transB: false,
+      c,
+      cOffset: 7,
+      ldc: ld,
+      accumulate: true,
+    });
+    for (const [i, j] of [
+      [0, 0],
+      [m - 1, n - 1],
+      [17, 9],
+    ] as const) {
+      let sum = 2;
+      for (let p = 0; p < k; p++) sum += (a[ld + 3 + i * ld + p] as number) * (b[2 * ld + 5 + p * ld + j] as number);
+      expect(c[7 + i * ld + j] as number).toBeCloseTo(sum, 4);
+    }
+    expect(c[7 + m * ld]).toBe(2);
+  });
+
   test("out-of-range operands are refused before C sees them", () => {
     const small = new Float32Array(4);
     expect(() =>

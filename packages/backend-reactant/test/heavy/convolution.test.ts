@@ -88,17 +88,36 @@ describe("convolution", () => {
     }
   });
 
-  test("the TypeScript GEMM fallback gives the same results", () => {
-    for (const seed of [3, 17, 42]) {
-      const { lhs, rhs, attrs } = randomCase(seed);
-      const withBlas = convolution(lhs, rhs, attrs);
-      setForceFallbackGemm(true);
-      try {
-        expectClose(convolution(lhs, rhs, attrs).data as Float32Array, withBlas.data as Float32Array, 1e-5);
-      } finally {
-        setForceFallbackGemm(false);
-      }
+  test("the TypeScript GEMM fallback gives the same results as OpenBLAS on a layer-sized convolution", () => {
+    const next = rng(5);
+    // 1x14x14x16 3x3 -> 24: a 196 x 144 x 24 GEMM, above the small-product loop.
+    const lhs = randomF32(next, [1, 14, 14, 16]);
+    const rhs = randomF32(next, [3, 3, 16, 24]);
+    const attrs: ConvAttributes = {
+      dims: {
+        inputBatch: 0,
+        inputFeature: 3,
+        inputSpatial: [1, 2],
+        kernelInputFeature: 2,
+        kernelOutputFeature: 3,
+        kernelSpatial: [0, 1],
+        outputBatch: 0,
+        outputFeature: 3,
+        outputSpatial: [1, 2],
+      },
+      padding: [
+        [1, 1],
+        [1, 1],
+      ],
+    };
+    const withBlas = convolution(lhs, rhs, attrs);
+    setForceFallbackGemm(true);
+    try {
+      expectClose(convolution(lhs, rhs, attrs).data as Float32Array, withBlas.data as Float32Array, 1e-5);
+    } finally {
+      setForceFallbackGemm(false);
     }
+    expectClose(withBlas.data as Float32Array, naiveConvolution(lhs, rhs, attrs).data, 1e-5);
   });
 
   const nhwc: ConvDimensionNumbers = {

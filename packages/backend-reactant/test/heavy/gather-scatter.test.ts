@@ -256,6 +256,31 @@ describe("scatter", () => {
     expect(Array.from((out as NDArray).data as Float32Array)).toEqual([0, 5, 0, 3]);
   });
 
+  test("many duplicates through batched rounds keep sequential order (replace and subtract)", () => {
+    const next = rng(8);
+    const n = 60;
+    const idx = Array.from({ length: n }, () => randInt(next, -1, 6));
+    const vals = Array.from({ length: n }, (_, i) => i + 1);
+    const minus = region(([a, b]) => [(a as number) * 2 - (b as number)], null);
+    for (const [r, op] of [
+      [replaceRegion, (_a: number, b: number) => b],
+      [minus, (a: number, b: number) => a * 2 - b],
+    ] as const) {
+      const expected = [0, 0, 0, 0, 0, 0];
+      idx.forEach((t, i) => {
+        if (t >= 0 && t < 6) expected[t] = op(expected[t] as number, vals[i] as number);
+      });
+      const [out] = scatter(
+        [array("f64", [6], [0, 0, 0, 0, 0, 0])],
+        array("i32", [n, 1], idx),
+        [array("f64", [n], vals)],
+        pointDims,
+        r,
+      );
+      expect(Array.from((out as NDArray).data as Float64Array)).toEqual(expected);
+    }
+  });
+
   test("two operands with one region (an argmax-style update)", () => {
     const values = array("f32", [2], [0, 0]);
     const positions = array("i32", [2], [-1, -1]);

@@ -1,6 +1,6 @@
 /** Shared helpers for the heavy-kernel tests: seeded randomness, indexing and comparisons. */
 import { expect } from "bun:test";
-import type { ElemType, NDArray, ReducerKind, RegionInfo, ScalarFn } from "../../src/array.ts";
+import type { ElemType, NDArray, ReducerKind, RegionInfo, Scalar, ScalarFn } from "../../src/array.ts";
 import { alloc, strides } from "../../src/array.ts";
 import { scalarReader, scalarWriter } from "../../src/kernels/heavy/element-io.ts";
 
@@ -129,7 +129,7 @@ export function region(fn: ScalarFn, reducer: ReducerKind = null, resultTypes?: 
     const writers = outs.map(scalarWriter);
     for (let i = 0; i < total; i++) {
       const values = fn(readers.map((r) => r(i)));
-      values.forEach((v, k) => writers[k]?.(i, v));
+      for (let k = 0; k < values.length; k++) writers[k]?.(i, values[k] as Scalar);
     }
     return outs;
   };

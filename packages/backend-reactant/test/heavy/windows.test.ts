@@ -101,6 +101,39 @@ describe("reduce_window", () => {
     expect(Array.from((i as NDArray).data as Int32Array)).toEqual([1, 1, 2]);
   });
 
+  test("two operands over many outputs (the batched region path) match the scalar definition", () => {
+    const next = rng(21);
+    const n = 40;
+    const data = Array.from({ length: n }, () => randInt(next, 0, 9));
+    const values = array("f32", [n], data);
+    const indices = array(
+      "i32",
+      [n],
+      data.map((_, i) => i),
+    );
+    const argmax = region(
+      ([v, i, w, j]) => ((w as number) > (v as number) ? [w as Scalar, j as Scalar] : [v as Scalar, i as Scalar]),
+      null,
+    );
+    const attrs = { windowDimensions: [4], windowStrides: [2], padding: [[1, 2]] as [number, number][] };
+    const [v, i] = reduceWindow([values, indices], [array("f32", [], [-1]), array("i32", [], [-1])], attrs, argmax);
+    const expectedV: number[] = [];
+    const expectedI: number[] = [];
+    for (let o = 0; o < (v as NDArray).shape[0]!; o++) {
+      let best = -1;
+      let at = -1;
+      for (let k = 0; k < 4; k++) {
+        const x = o * 2 + k - 1;
+        if (x >= 0 && x < n && (data[x] as number) > best) [best, at] = [data[x] as number, x];
+      }
+      expectedV.push(best);
+      expectedI.push(at);
+    }
+    expect((v as NDArray).shape).toEqual([20]);
+    expect(Array.from((v as NDArray).data as Float32Array)).toEqual(expectedV);
+    expect(Array.from((i as NDArray).data as Int32Array)).toEqual(expectedI);
+  });
+
   test("a zero window size is a typed error", () => {
     let caught: unknown;
     try {

@@ -34,14 +34,8 @@ export class InferService {
       label = model.name;
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
       const { maxBodyBytes } = this.options;
-      let split;
-      if (process.env.FAST && request.headers.get(HEADER_LENGTH) === null && request.headers.get("content-encoding") === null) {
-        const text = await request.text();
-        split = { header: JSON.parse(text), binary: new Uint8Array(0), headerBytes: text.length };
-      } else {
-        const bytes = await readBody(request, maxBodyBytes);
-        split = splitBody(request.headers.get(HEADER_LENGTH), bytes);
-      }
+      const bytes = await readBody(request, maxBodyBytes);
+      const split = splitBody(request.headers.get(HEADER_LENGTH), bytes);
       const body = checkEnvelope(split.header);
       id = body.id;
       const decoded = decodeInferRequest(model, body, split.binary, split.headerBytes);

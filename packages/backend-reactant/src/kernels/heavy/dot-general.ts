@@ -3,19 +3,12 @@
  * GEMM's transpose flags absorb the common x @ W^T case) into [batch, M, K] x [batch, K, N],
  * then each batch is one GEMM. Result axes are [batch..., lhs free..., rhs free...].
  */
-import {
-  type ElemType,
-  type NDArray,
-  allocData,
-  elementCount,
-  isComplexType,
-  isFloatType,
-  isIntegerType,
-} from "../../array.ts";
+import { type ElemType, type NDArray, elementCount, isComplexType, isFloatType, isIntegerType } from "../../array.ts";
 import { gemm } from "../../blas/index.ts";
-import { toBigInts, toFloat32, toFloat64, toInt32Bits, fromFloats, isF8 } from "./element-io.ts";
+import { toFloat32, toFloat64, fromFloats, isF8 } from "./element-io.ts";
 import { checkAxes, invalid, unsupported } from "./errors.ts";
 import { type Oriented, orientOperand } from "./gemm-layout.ts";
+import { integerDot } from "./dot-integer.ts";
 
 export interface DotDimensionNumbers {
   readonly lhsBatch: readonly number[];
@@ -26,7 +19,7 @@ export interface DotDimensionNumbers {
 
 const OP = "dot_general";
 
-interface DotPlan {
+export interface DotPlan {
   readonly batch: number;
   readonly m: number;
   readonly n: number;
@@ -113,7 +106,7 @@ export function dotGeneral(
   if (isIntegerType(resultType) || resultType === "i1") {
     if (isFloatType(lhs.type) || isFloatType(rhs.type) || isComplexType(lhs.type) || isComplexType(rhs.type))
       throw unsupported(OP, `floating-point operands with integer result ${resultType}`);
-    return { type: resultType, shape: plan.resultShape, data: integerDot(lhs, rhs, plan, orient, resultType) };
+    return { type: resultType, shape: plan.resultShape, data: integerDot(lhs, rhs, plan, orient, resultType, OP) };
   }
   throw unsupported(OP, `result element type ${resultType}`);
 }
@@ -142,7 +135,7 @@ function batchedGemm(plan: DotPlan, a: Oriented, b: Oriented, c: Float32Array | 
   }
 }
 
-type OrientFn = (a: NDArray, data: NDArray["data"], slots: number, isLhs: boolean) => Oriented;
+export type OrientFn = (a: NDArray, data: NDArray["data"], slots: number, isLhs: boolean) => Oriented;
 
 /**
  * Complex product from four real GEMMs: (Ar + iAi)(Br + iBi). c64 results are computed in f32
@@ -185,64 +178,6 @@ function complexDot(
   for (let i = 0; i < count; i++) {
     out[2 * i] = re[i] as number;
     out[2 * i + 1] = im[i] as number;
-  }
-  return out;
-}
-
-/**
- * Exact integer dot with wrap-around: results up to 32 bits in int32 arithmetic (exact modulo
- * 2^32, so narrower types wrap correctly when stored), 64-bit results in BigInt. i1 results
- * use AND for the product and OR for the sum, as XLA does for PRED.
- */
-function integerDot(
-  lhs: NDArray,
-  rhs: NDArray,
-  plan: DotPlan,
-  orient: OrientFn,
-  resultType: ElemType,
-): NDArray["data"] {
-  const { batch, m, n, k } = plan;
-  const out = allocData(resultType, batch * m * n);
-  const wide = resultType === "i64" || resultType === "ui64";
-  const a = orient(lhs, wide ? toBigInts(lhs) : toInt32Bits(lhs, OP), 1, true);
-  const b = orient(rhs, wide ? toBigInts(rhs) : toInt32Bits(rhs, OP), 1, false);
-  const aRow = a.transposed ? 1 : k;
-  const aCol = a.transposed ? m : 1;
-  const bRow = b.transposed ? 1 : n;
-  const bCol = b.transposed ? k : 1;
-  for (let bi = 0; bi < batch; bi++) {
-    const aBase = bi * m * k;
-    const bBase = bi * k * n;
-    for (let i = 0; i < m; i++) {
-      for (let j = 0; j < n; j++) {
-        const target = (bi * m + i) * n + j;
-        if (wide) {
-          const ad = a.data as BigInt64Array;
-          const bd = b.data as BigInt64Array;
-          let acc = 0n;
-          for (let kk = 0; kk < k; kk++)
-            acc += (ad[aBase + i * aRow + kk * aCol] as bigint) * (bd[bBase + kk * bRow + j * bCol] as bigint);
-          (out as BigInt64Array)[target] = BigInt.asIntN(64, acc);
-        } else if (resultType === "i1") {
-          const ad = a.data as Int32Array;
-          const bd = b.data as Int32Array;
-          let acc = 0;
-          for (let kk = 0; kk < k && acc === 0; kk++)
-            if (ad[aBase + i * aRow + kk * aCol] && bd[bBase + kk * bRow + j * bCol]) acc = 1;
-          out[target] = acc;
-        } else {
-          const ad = a.data as Int32Array;
-          const bd = b.data as Int32Array;
-          let acc = 0;
-          for (let kk = 0; kk < k; kk++)
-            acc =
-              (acc +
-                Math.imul(ad[aBase + i * aRow + kk * aCol] as number, bd[bBase + kk * bRow + j * bCol] as number)) |
-              0;
-          out[target] = acc;
-        }
-      }
-    }
   }
   return out;
 }

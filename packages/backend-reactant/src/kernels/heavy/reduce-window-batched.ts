@@ -8,32 +8,10 @@
  */
 import { type NDArray, type RegionInfo, alloc, elementCount, slotsPerElement, strides } from "../../array.ts";
 import { bitExact } from "./permute.ts";
-import { type WindowGeometry, nextIndex } from "./window-geometry.ts";
-
-/** Input offset under tap `tap` for every output position (-1 where it falls outside). */
-function tapOffsets(g: WindowGeometry, tap: readonly number[], inStrides: readonly number[], out: Int32Array): boolean {
-  const rank = g.outShape.length;
-  const index = new Array<number>(rank).fill(0);
-  let anyValid = false;
-  for (let o = 0; o < out.length; o++) {
-    let offset = 0;
-    for (let d = 0; d < rank; d++) {
-      const at = (g.tables[d] as Int32Array)[(index[d] as number) * (g.window[d] as number) + (tap[d] as number)] as number;
-      if (at < 0) {
-        offset = -1;
-        break;
-      }
-      offset += at * (inStrides[d] as number);
-    }
-    out[o] = offset;
-    if (offset >= 0) anyValid = true;
-    nextIndex(index, g.outShape);
-  }
-  return anyValid;
-}
+import { type WindowGeometry, nextIndex, tapOffsets } from "./window-geometry.ts";
 
 /** Copies element `from` of `src` to element `to` of `dst`, bit for bit. */
-function copier(src: NDArray, dst: NDArray): (from: number, to: number) => void {
+export function copier(src: NDArray, dst: NDArray): (from: number, to: number) => void {
   const s = bitExact(src.data, slotsPerElement(src.type));
   const d = bitExact(dst.data, slotsPerElement(dst.type)).view;
   const q = s.slots;
@@ -45,7 +23,12 @@ function copier(src: NDArray, dst: NDArray): (from: number, to: number) => void 
 }
 
 /** Folds every tap into `results` (which hold the init values) with batched region calls. */
-export function batchedRegionReduce(g: WindowGeometry, inputs: readonly NDArray[], results: NDArray[], body: RegionInfo): void {
+export function batchedRegionReduce(
+  g: WindowGeometry,
+  inputs: readonly NDArray[],
+  results: NDArray[],
+  body: RegionInfo,
+): void {
   const outCount = elementCount(g.outShape);
   const rank = g.outShape.length;
   const inStrides = strides(g.inShape);

@@ -9,6 +9,7 @@ import { type ScalarReader, type ScalarWriter, copyData, scalarReader, scalarWri
 import { checkAxes, invalid } from "./errors.ts";
 import { rawCombiner } from "./fast-reducer.ts";
 import { batchComponent, forEachIndexBatch, indexBatches } from "./index-batches.ts";
+import { applyInRounds } from "./scatter-rounds.ts";
 
 export interface ScatterDimensionNumbers {
   readonly updateWindowDims: readonly number[];
@@ -20,6 +21,8 @@ export interface ScatterDimensionNumbers {
 }
 
 const OP = "scatter";
+/** Below this many updates, per-element region calls are cheaper than batched rounds. */
+const BATCHED_MIN_PAIRS = 8;
 
 function checkScatter(
   inputs: readonly NDArray[],
@@ -114,10 +117,16 @@ export function scatter(
 
   const single = results.length === 1;
   const fast = single ? rawCombiner(region.reducer, first.type) : null;
+  // General regions only record the pairs here; they are applied below in batched rounds.
+  const targets: number[] = [];
+  const sources: number[] = [];
   const apply = fast
     ? (target: number, source: number) =>
         fast((results[0] as NDArray).data, target, (updates[0] as NDArray).data, source)
-    : regionApplier(results, updates, region);
+    : (target: number, source: number) => {
+        targets.push(target);
+        sources.push(source);
+      };
 
   const start = new Array<number>(operandShape.length);
   const counter = new Array<number>(windowShape.length);
@@ -158,6 +167,11 @@ export function scatter(
       }
     }
   });
+  if (targets.length >= BATCHED_MIN_PAIRS) applyInRounds(results, updates, region, targets, sources);
+  else {
+    const step = regionApplier(results, updates, region);
+    for (let i = 0; i < targets.length; i++) step(targets[i] as number, sources[i] as number);
+  }
   return results;
 }
 

@@ -111,3 +111,32 @@ export function nextIndex(index: number[], shape: readonly number[]): boolean {
   }
   return false;
 }
+
+/** Input offset under tap `tap` for every output position (-1 where it falls outside). */
+export function tapOffsets(
+  g: WindowGeometry,
+  tap: readonly number[],
+  inStrides: readonly number[],
+  out: Int32Array,
+): boolean {
+  const rank = g.outShape.length;
+  const index = new Array<number>(rank).fill(0);
+  let anyValid = false;
+  for (let o = 0; o < out.length; o++) {
+    let offset = 0;
+    for (let d = 0; d < rank; d++) {
+      const at = (g.tables[d] as Int32Array)[
+        (index[d] as number) * (g.window[d] as number) + (tap[d] as number)
+      ] as number;
+      if (at < 0) {
+        offset = -1;
+        break;
+      }
+      offset += at * (inStrides[d] as number);
+    }
+    out[o] = offset;
+    if (offset >= 0) anyValid = true;
+    nextIndex(index, g.outShape);
+  }
+  return anyValid;
+}

@@ -1,0 +1,87 @@
+import { describe, expect, test } from "bun:test";
+import type { HostTensor } from "@xlaserve/core";
+import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceAxis, sliceRange } from "../src/batching.ts";
+
+const t = (shape: number[], start = 0): HostTensor => ({
+  dtype: "f32",
+  shape,
+  data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => start + i),
+});
+
+describe("batch shapes", () => {
+  test("the smallest compiled size that holds the batch", () => {
+    expect(chooseBatchSize([1, 8], 1)).toBe(1);
+    expect(chooseBatchSize([8, 1], 3)).toBe(8);
+    expect(chooseBatchSize([1, 8], 9)).toBeUndefined();
+  });
+  test("pad, concatenate and slice along a leading and an inner axis", () => {
+    const a = t([2, 3]);
+    const b = t([1, 3], 100);
+    expect(Array.from(concatAxis([a, b], 0).data as Float32Array)).toEqual([0, 1, 2, 3, 4, 5, 100, 101, 102]);
+    const padded = padAxis(a, 0, 4);
+    expect(padded.shape).toEqual([4, 3]);
+    expect(Array.from(padded.data as Float32Array).slice(6)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(Array.from(sliceAxis(padded, 0, 2).data as Float32Array)).toEqual([0, 1, 2, 3, 4, 5]);
+    // inner batch axis: shape [3, n]
+    const c = t([3, 2]);
+    const d = t([3, 1], 50);
+    const cd = concatAxis([c, d], 1);
+    expect(cd.shape).toEqual([3, 3]);
+    expect(Array.from(cd.data as Float32Array)).toEqual([0, 1, 50, 2, 3, 51, 4, 5, 52]);
+    expect(Array.from(sliceRange(cd, 1, 2, 1).data as Float32Array)).toEqual([50, 51, 52]);
+    expect(Array.from(padAxis(d, 1, 2).data as Float32Array)).toEqual([50, 0, 51, 0, 52, 0]);
+  });
+});
+
+describe("request coalescing", () => {
+  test("requests arriving during an execution leave together, in order, up to the largest batch", async () => {
+    const groups: number[][] = [];
+    let release: () => void = () => {};
+    const c = new Coalescer<{ batch: number | null; id: number }, number>({
+      maxBatch: 8,
+      maxInFlight: 1,
+      queueDepth: 100,
+      label: "m",
+      run: async (_v, items) => {
+        groups.push(items.map((i) => i.id));
+        if (groups.length === 1) await new Promise<void>((r) => (release = r));
+        return items.map((i) => i.id * 10);
+      },
+    });
+    const first = c.submit(null, { batch: 1, id: 0 });
+    const rest = [1, 2, 3, 4, 5].map((id) => c.submit(null, { batch: id === 3 ? 5 : 1, id }));
+    release();
+    expect(await first).toBe(0);
+    expect(await Promise.all(rest)).toEqual([10, 20, 30, 40, 50]);
+    // 1 + 1 + 5 = 7 rows fit; the next 1 would make 8: also fits; then 5 is alone.
+    expect(groups[0]).toEqual([0]);
+    expect(groups.slice(1).flat()).toEqual([1, 2, 3, 4, 5]);
+    for (const g of groups.slice(1)) expect(g.length).toBeGreaterThan(0);
+    await c.idle();
+  });
+
+  test("a full queue answers QUEUE_FULL; a failed execution fails only its group", async () => {
+    let calls = 0;
+    let release: () => void = () => {};
+    const c = new Coalescer<{ batch: number | null }, number>({
+      maxBatch: 1,
+      maxInFlight: 1,
+      queueDepth: 1,
+      label: "m",
+      run: async () => {
+        calls++;
+        if (calls === 1) await new Promise<void>((r) => (release = r));
+        if (calls === 2) throw new Error("boom");
+        return [calls];
+      },
+    });
+    const a = c.submit(null, { batch: 1 });
+    const b = c.submit(null, { batch: 1 });
+    await expect(c.submit(null, { batch: 1 })).rejects.toThrow("queue is full");
+    release();
+    expect(await a).toBe(1);
+    await expect(b).rejects.toThrow("boom");
+    expect(await c.submit(null, { batch: 1 })).toBe(3);
+    await c.idle();
+  });
+});
