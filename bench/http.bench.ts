@@ -59,7 +59,12 @@ if (args.generate) {
 }
 
 const benchDir = import.meta.dir;
-const result = new BenchResult(args.target === "worker" ? "http" : `http-${args.target}`);
+// The command as typed from the repository root (argv holds this machine's absolute paths).
+const result = new BenchResult(args.target === "worker" ? "http" : `http-${args.target}`, [
+  "bun",
+  "bench/http.bench.ts",
+  ...process.argv.slice(2),
+]);
 result.dir = resultsDir(args["results-dir"]);
 // Other work on the machine skews requests/s; the load average at the start is kept with the figures.
 const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);

@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { runPool } from "../src/conformance/pool.ts";
-import { familyOf } from "../src/conformance/run-file.ts";
+import { familyOf, runConformanceText } from "../src/conformance/run-file.ts";
+import { rewriteForBackend, runFileOnBackend } from "../src/conformance/via-backend.ts";
+import { createReactantBackend } from "../src/index.ts";
 import { formatReport, totals } from "../src/conformance/summary.ts";
 
 /**
@@ -10,7 +12,7 @@ import { formatReport, totals } from "../src/conformance/summary.ts";
  * Floors only ever rise: set them to what the engine reaches.
  */
 const FLOORS = {
-  testdata: { passed: 1508, maxUnsupported: 0 },
+  testdata: { passed: 1511, maxUnsupported: 0 },
   interpret: { passed: 447 },
 };
 
@@ -54,6 +56,22 @@ describe.skipIf(!available)("conformance", () => {
       .map((r) => `${key(r)}: ${r.status} ${r.detail ?? ""}`);
     expect(differing).toEqual([]);
   }, 300_000);
+
+  test("through the AbstractBackend path (what --backend pjrt runs) the outcomes are the engine's", async () => {
+    // Every 5th testdata file keeps this quick; complex results have no host dtype in core.
+    const list = files(join(STABLEHLO, "testdata")).filter((_, i) => i % 5 === 0);
+    const backend = createReactantBackend();
+    const differing: string[] = [];
+    for (const f of list) {
+      const text = readFileSync(f.path, "utf8");
+      const viaBackend = await runFileOnBackend(backend, text, f.name);
+      const direct = runConformanceText(text, f.name)[0];
+      const complexResults = rewriteForBackend(text)?.checks.some((c) => c.types.some((t) => t.includes("complex")));
+      const expected = complexResults ? "unsupported" : direct?.status;
+      if (viaBackend.status !== expected) differing.push(`${f.name}: ${viaBackend.status} ${viaBackend.detail ?? ""}`);
+    }
+    expect(differing).toEqual([]);
+  }, 120_000);
 
   test("interpret: pass floor, >= 90% of in-scope functions", async () => {
     const results = await runPool(files(join(STABLEHLO, "interpret")), { jobs: 2, timeoutMs: 60_000 });

@@ -1,8 +1,11 @@
-import { readdirSync, statSync } from "node:fs";
+import { readFileSync, readdirSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import type { AbstractBackend } from "@xlaserve/core";
 import { runPool } from "./pool.ts";
+import type { CaseResult } from "./run-file.ts";
+import { runFileOnBackend } from "./via-backend.ts";
 import { formatReport, totals } from "./summary.ts";
 
 /**
@@ -22,6 +25,7 @@ async function main(): Promise<number> {
       "timeout-ms": { type: "string", default: "60000" },
       verbose: { type: "boolean", default: false },
       "no-fold": { type: "boolean", default: false },
+      plugin: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     allowPositionals: true,
@@ -30,15 +34,15 @@ async function main(): Promise<number> {
     console.error(USAGE);
     return values.help ? 0 : 2;
   }
-  if (values.backend === "pjrt") return runPjrt();
-  if (values.backend !== "reactant") {
-    console.error(`unknown backend '${values.backend}'\n${USAGE}`);
-    return 2;
-  }
   const files = positionals.flatMap((dir) => {
     const root = resolve(dir);
     return listMlir(root).map((path) => ({ path, name: relative(root, path) }));
   });
+  if (values.backend === "pjrt") return runPjrt(files, values.plugin ?? process.env.XLASERVE_PJRT_PLUGIN, values.verbose);
+  if (values.backend !== "reactant") {
+    console.error(`unknown backend '${values.backend}'\n${USAGE}`);
+    return 2;
+  }
   const jobs = Number(values.jobs ?? Math.min(availableParallelism(), 4));
   const results = await runPool(files, {
     jobs,
@@ -62,19 +66,30 @@ function listMlir(dir: string): string[] {
 }
 
 /**
- * The PJRT backend cannot evaluate the check ops itself; loading it here tells the user whether
- * it is available at all. Running conformance programs through it is not implemented yet.
+ * Through the PJRT backend (a teammate's package, loaded lazily so this CLI works without it):
+ * files run one after another in this process, which owns the device.
  */
-async function runPjrt(): Promise<number> {
+async function runPjrt(files: { path: string; name: string }[], plugin: string | undefined, verbose: boolean): Promise<number> {
+  if (!plugin) {
+    console.error("--backend pjrt needs --plugin <path of a PJRT plugin .so> (or XLASERVE_PJRT_PLUGIN)");
+    return 2;
+  }
+  let backend: AbstractBackend;
   try {
-    const pjrt = await import("@xlaserve/backend-pjrt" as string);
-    void pjrt;
+    const pjrt = (await import("@xlaserve/backend-pjrt" as string)) as {
+      createPjrtBackend?: (o: { pluginPath: string }) => AbstractBackend;
+    };
+    if (typeof pjrt.createPjrtBackend !== "function") throw new Error("@xlaserve/backend-pjrt exports no createPjrtBackend");
+    backend = pjrt.createPjrtBackend({ pluginPath: plugin });
   } catch (e) {
     console.error(`the PJRT backend is unavailable: ${(e as Error).message}`);
     return 1;
   }
-  console.error("the PJRT backend loaded, but running conformance checks through PJRT is not implemented yet");
-  return 1;
+  const results: CaseResult[] = [];
+  for (const f of files) results.push(await runFileOnBackend(backend, readFileSync(f.path, "utf8"), f.name));
+  await backend.dispose();
+  console.log(formatReport(results, verbose));
+  return totals(results).failed > 0 ? 1 : 0;
 }
 
 process.exit(await main());

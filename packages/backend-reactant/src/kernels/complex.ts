@@ -38,19 +38,59 @@ const cdiv: Binary = (ar, ai, br, bi) => {
   return [(ar * r + ai) / d, (ai * r - ar) / d];
 };
 
-const cadd = (a: C, b: C): C => [a[0] + b[0], a[1] + b[1]];
-const csub = (a: C, b: C): C => [a[0] - b[0], a[1] - b[1]];
-const casinh: Unary = (re, im) => {
-  // log(z + sqrt(z^2 + 1))
-  const [sr, si] = csqrt(re * re - im * im + 1, 2 * re * im);
-  return clog(re + sr, im + si);
+/**
+ * asin and acos after Hull, Fairgrieve and Tang (1997): A = (|z+1| + |z-1|)/2 and the real
+ * parts are taken through forms that avoid the cancellation of the textbook log formulas (which
+ * lose most digits of small imaginary parts). Works on |x|, |y|; callers restore the signs.
+ */
+function asinAcosParts(x: number, y: number): { asinRe: number; acosRe: number; im: number } {
+  const r = Math.hypot(x + 1, y);
+  const s = Math.hypot(x - 1, y);
+  const a = 0.5 * (r + s);
+  const b = x / a;
+  const yy = y * y;
+  let asinRe: number;
+  let acosRe: number;
+  if (b <= 0.6417) {
+    asinRe = Math.asin(b);
+    acosRe = Math.acos(b);
+  } else if (x <= 1) {
+    const half = Math.sqrt(0.5 * (a + x) * (yy / (r + x + 1) + (s + (1 - x))));
+    asinRe = Math.atan(x / half);
+    acosRe = Math.atan(half / x);
+  } else {
+    const apx = a + x;
+    const half = y * Math.sqrt(0.5 * (apx / (r + x + 1) + apx / (s + (x - 1))));
+    asinRe = Math.atan(x / half);
+    acosRe = Math.atan(half / x);
+  }
+  let im: number;
+  if (a <= 1.5) {
+    const am1 = x < 1 ? 0.5 * (yy / (r + (x + 1)) + yy / (s + (1 - x))) : 0.5 * (yy / (r + (x + 1)) + (s + (x - 1)));
+    im = Math.log1p(am1 + Math.sqrt(am1 * (a + 1)));
+  } else im = Math.log(a + Math.sqrt(a * a - 1));
+  return { asinRe, acosRe, im };
+}
+
+const casin: Unary = (re, im) => {
+  const p = asinAcosParts(Math.abs(re), Math.abs(im));
+  return [Math.sign(re) * p.asinRe || re * 0, im < 0 || Object.is(im, -0) ? -p.im : p.im];
 };
+const cacos: Unary = (re, im) => {
+  const p = asinAcosParts(Math.abs(re), Math.abs(im));
+  return [re < 0 ? Math.PI - p.acosRe : p.acosRe, im < 0 || Object.is(im, -0) ? p.im : -p.im];
+};
+
+const csub = (a: C, b: C): C => [a[0] - b[0], a[1] - b[1]];
+/** asinh(z) = -i asin(iz). */
+const casinh: Unary = (re, im) => {
+  const [a, b] = casin(-im, re);
+  return [b, -a];
+};
+/** acosh(z) = +-i acos(z), the sign chosen so the real part is non-negative. */
 const cacosh: Unary = (re, im) => {
-  // log(z + sqrt(z + 1) * sqrt(z - 1))
-  const p = csqrt(re + 1, im);
-  const m = csqrt(re - 1, im);
-  const [pr, pi] = cmul(p[0], p[1], m[0], m[1]);
-  return clog(re + pr, im + pi);
+  const [u, v] = cacos(re, im);
+  return im < 0 ? [v, -u] : [-v, u];
 };
 const catanh: Unary = (re, im) => {
   // (log(1 + z) - log(1 - z)) / 2
@@ -69,18 +109,12 @@ const UNARY: Record<string, Unary> = {
   asinh: casinh,
   acosh: cacosh,
   atanh: catanh,
-  // asin(z) = -i asinh(iz), atan(z) = -i atanh(iz), acos(z) = pi/2 - asin(z)
-  asin: (re, im) => {
-    const [r, i] = casinh(-im, re);
-    return [i, -r];
-  },
+  asin: casin,
+  acos: cacos,
+  // atan(z) = -i atanh(iz)
   atan: (re, im) => {
     const [r, i] = catanh(-im, re);
     return [i, -r];
-  },
-  acos: (re, im) => {
-    const [r, i] = casinh(-im, re);
-    return cadd([Math.PI / 2, 0], [-i, r]);
   },
   negate: (re, im) => [-re, -im],
   exponential: cexp,

@@ -78,6 +78,43 @@ describe("sort", () => {
     }
   });
 
+  test("large sorts (batched network) equal a stable sort, on any axis, with ties and odd lengths", () => {
+    const next = rng(13);
+    for (const [shape, axis] of [
+      [[100], 0],
+      [[7, 37], 1],
+      [[37, 5], 0],
+      [[3, 50, 2], 1],
+    ] as const) {
+      const n = shape.reduce((p: number, d: number) => p * d, 1);
+      const keys = array(
+        "i32",
+        [...shape],
+        Array.from({ length: n }, () => randInt(next, 0, 9)),
+      );
+      const tags = array(
+        "i32",
+        [...shape],
+        Array.from({ length: n }, (_, i) => i),
+      );
+      const [k, t] = sort([keys, tags], axis, lessFirst);
+      // Reference: JS's stable sort of each line.
+      const stride = shape.slice(axis + 1).reduce((p: number, d: number) => p * d, 1);
+      const length = shape[axis] as number;
+      const expectedTags = new Array<number>(n);
+      for (let line = 0; line < n / length; line++) {
+        const base = Math.floor(line / stride) * length * stride + (line % stride);
+        const positions = Array.from({ length }, (_, i) => base + i * stride);
+        const sorted = [...positions].sort((a, b) => (keys.data[a] as number) - (keys.data[b] as number));
+        positions.forEach((at, i) => {
+          expectedTags[at] = sorted[i] as number;
+        });
+      }
+      expect(values(t)).toEqual(expectedTags);
+      expect(values(k)).toEqual(expectedTags.map((i) => keys.data[i] as number));
+    }
+  });
+
   test("operands of different shapes are a typed error", () => {
     let caught: unknown;
     try {

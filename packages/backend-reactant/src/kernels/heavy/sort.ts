@@ -3,13 +3,15 @@
  * comparator region sees (lhs0, rhs0, lhs1, rhs1, ...) and answers "lhs sorts first". The
  * sort is always stable (a stable result is also a valid unstable one). When the engine knows
  * the comparator is a plain LT / GT on one operand it passes `fastKey` and the region is not
- * called at all.
+ * called at all; otherwise large sorts use the batched network (sort-network.ts) and small
+ * ones a merge sort calling the region per comparison.
  */
 import { type NDArray, type RegionInfo, type Scalar, slotsPerElement, strides } from "../../array.ts";
 import { type ScalarReader, scalarReader } from "./element-io.ts";
 import { invalid } from "./errors.ts";
 import { bitExact, sameKind } from "./permute.ts";
 import { type SortKeys, sortKeys } from "./sort-keys.ts";
+import { networkSortOrders } from "./sort-network.ts";
 import { stableSortIndices } from "./stable-merge-sort.ts";
 
 export interface SortFastKey {
@@ -27,6 +29,11 @@ export interface SortOptions {
 }
 
 const OP = "sort";
+/**
+ * From this many elements a general comparator runs through the batched sorting network
+ * (O(log^2 n) region calls) instead of the merge sort's O(n log n) scalar calls.
+ */
+const NETWORK_MIN_ELEMENTS = 64;
 
 /** sort(inputs, dimension, comparator, options): the inputs permuted alike along `dimension`. */
 export function sort(
@@ -64,12 +71,17 @@ export function sort(
     from: bitExact(input.data, slotsPerElement(input.type)),
     to: bitExact((results[k] as NDArray).data, 1).view,
   }));
+  // Lines are indexed by (outer, inner) around the sorted axis.
+  const lineBase = (line: number) => Math.floor(line / stride) * length * stride + (line % stride);
+  const useNetwork = !options.fastKey && total >= NETWORK_MIN_ELEMENTS && length > 1;
+  const networkOrders = useNetwork
+    ? networkSortOrders(inputs, comparator, lines, length, (line, position) => lineBase(line) + position * stride)
+    : null;
   for (let line = 0; line < lines; line++) {
-    // Lines are indexed by (outer, inner) around the sorted axis.
-    const outer = Math.floor(line / stride);
-    const inner = line % stride;
-    const base = outer * length * stride + inner;
-    const order = stableSortIndices(length, (b, a) => before(base + b * stride, base + a * stride));
+    const base = lineBase(line);
+    const order = networkOrders
+      ? networkOrders.subarray(line * length, (line + 1) * length)
+      : stableSortIndices(length, (b, a) => before(base + b * stride, base + a * stride));
     for (const move of moves) {
       const q = move.from.slots;
       const src = move.from.view as unknown as { [i: number]: unknown };
