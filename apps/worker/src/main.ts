@@ -43,6 +43,8 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --default-residency R  device | host (default device)
   --per-model N        requests run at once per model (default 4)
   --queue-depth N      requests queued per model before 429 (default 64)
+  --dynamic-batching   coalesce concurrent requests into one execution (more throughput; a
+                       request's output may then differ in the last bits with other traffic)
   --auth-token T       bearer token for the repository load/unload calls
   --log-level L        debug | info | warn | error (default info)
   --log-format F       json | text (default json)
@@ -74,6 +76,7 @@ const OPTIONS = {
   "default-residency": { type: "string" },
   "per-model": { type: "string" },
   "queue-depth": { type: "string" },
+  "dynamic-batching": { type: "boolean" },
   "auth-token": { type: "string" },
   "log-level": { type: "string" },
   "log-format": { type: "string" },
@@ -111,7 +114,11 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
       defaultResidency: values["default-residency"],
       residency: Object.keys(residency).length ? residency : undefined,
     },
-    concurrency: { perModel: num(values["per-model"]), queueDepth: num(values["queue-depth"]) },
+    concurrency: {
+      perModel: num(values["per-model"]),
+      queueDepth: num(values["queue-depth"]),
+      dynamicBatching: values["dynamic-batching"] ? true : undefined,
+    },
     log: { level: values["log-level"], format: values["log-format"] },
   };
   return {

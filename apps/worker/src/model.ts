@@ -53,7 +53,7 @@ export interface RuntimeModelOptions {
   readonly hostWeights: readonly HostTensor[];
   readonly weightBytes: number;
   readonly limiter: { perModel: number; queueDepth: number };
-  /** Coalesce concurrent requests into one execution (default true where every tensor is batched). */
+  /** Coalesce concurrent requests into one execution (only where every tensor is batched). */
   readonly coalesce?: boolean;
   /** Coalesced executions in flight at once (default concurrency.perModel). */
   readonly executionsInFlight?: number;

@@ -32,7 +32,7 @@ export interface RegistryOptions {
     /** Overrides the device's limit (the CPU engine: host memory given to the worker). */
     readonly limitBytes?: number;
   };
-  readonly concurrency: { readonly perModel: number; readonly queueDepth: number };
+  readonly concurrency: { readonly perModel: number; readonly queueDepth: number; readonly dynamicBatching?: boolean };
   readonly serverInfo: () => ServerInfo;
   readonly hooks?: RegistryHooks;
 }
@@ -405,6 +405,7 @@ export class ModelRegistry implements ModelRegistryView {
         hostWeights,
         weightBytes,
         limiter: this.options.concurrency,
+        coalesce: this.options.concurrency.dynamicBatching ?? false,
         // The CPU engine runs one program at a time: one coalesced execution in flight makes the
         // groups largest (measured: MLP 11k req/s in-process with 1 in flight, 5k with 2 or 4).
         executionsInFlight: this.options.backend.name === "reactant" ? 1 : this.options.concurrency.perModel,

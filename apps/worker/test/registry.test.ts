@@ -20,7 +20,7 @@ afterEach(() => {
   repo = null;
 });
 
-function setup(models: string[], memory: Partial<RegistryOptions["memory"]> = {}) {
+function setup(models: string[], memory: Partial<RegistryOptions["memory"]> = {}, dynamicBatching = true) {
   repo = makeRepo(models);
   const backend = new FakeBackend();
   const programs = fakePrograms(backend);
@@ -32,7 +32,7 @@ function setup(models: string[], memory: Partial<RegistryOptions["memory"]> = {}
     programs,
     log: logs.logger,
     memory: { weightFraction: 1, wiggle: 0, defaultResidency: "device", ...memory },
-    concurrency: { perModel: 2, queueDepth: 64 },
+    concurrency: { perModel: 2, queueDepth: 64, dynamicBatching },
     serverInfo: () => ({ name: "xlaserve", version: "test", extensions: [], extra: {} }),
   });
   const watcher = new RepositoryWatcher({
@@ -308,7 +308,7 @@ describe("request coalescing (fake engine)", () => {
       [7, 1],
       [2, 4],
     ] as const;
-    const solo = [];
+    const solo: Map<string, HostTensor>[] = [];
     for (const [s, n] of requests) solo.push(await model.infer({ inputs: rows(s, n) }));
     backend.execDelayMs = 20;
     const before = model.stats();
@@ -326,5 +326,24 @@ describe("request coalescing (fake engine)", () => {
     });
     expect(after.inferenceCount - before.inferenceCount).toBe(12);
     expect(after.executionCount - before.executionCount).toBeLessThan(requests.length);
+  });
+});
+
+describe("without dynamic batching (the default)", () => {
+  test("each request runs on its own batch size's program, whatever else is in flight", async () => {
+    const { registry, backend } = setup(["mlp"], {}, false);
+    await registry.loadAll();
+    const model = registry.getModel("mlp");
+    if (!model) throw new Error("no mlp");
+    const x = readReference("mlp").get(8)?.inputs.get("features") as HostTensor;
+    const one = (i: number): Map<string, HostTensor> =>
+      new Map([
+        ["features", { dtype: "f32", shape: [1, 64], data: (x.data as Float32Array).slice(i * 64, (i + 1) * 64) }],
+      ]);
+    backend.execDelayMs = 20;
+    const before = model.stats();
+    await Promise.all([0, 1, 2, 3].map((i) => model.infer({ inputs: one(i) })));
+    const after = model.stats();
+    expect(after.executionCount - before.executionCount).toBe(4);
   });
 });

@@ -12,7 +12,7 @@ const post = (model: string, body: Uint8Array | string, headerLength?: number) =
       "content-type": "application/octet-stream",
       ...(headerLength === undefined ? {} : { "inference-header-content-length": String(headerLength) }),
     },
-    body,
+    body: body as BodyInit,
   });
 
 const bytesOf = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);

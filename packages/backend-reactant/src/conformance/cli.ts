@@ -38,7 +38,8 @@ async function main(): Promise<number> {
     const root = resolve(dir);
     return listMlir(root).map((path) => ({ path, name: relative(root, path) }));
   });
-  if (values.backend === "pjrt") return runPjrt(files, values.plugin ?? process.env.XLASERVE_PJRT_PLUGIN, values.verbose);
+  if (values.backend === "pjrt")
+    return runPjrt(files, values.plugin ?? process.env.XLASERVE_PJRT_PLUGIN, values.verbose);
   if (values.backend !== "reactant") {
     console.error(`unknown backend '${values.backend}'\n${USAGE}`);
     return 2;
@@ -69,7 +70,11 @@ function listMlir(dir: string): string[] {
  * Through the PJRT backend (a teammate's package, loaded lazily so this CLI works without it):
  * files run one after another in this process, which owns the device.
  */
-async function runPjrt(files: { path: string; name: string }[], plugin: string | undefined, verbose: boolean): Promise<number> {
+async function runPjrt(
+  files: { path: string; name: string }[],
+  plugin: string | undefined,
+  verbose: boolean,
+): Promise<number> {
   if (!plugin) {
     console.error("--backend pjrt needs --plugin <path of a PJRT plugin .so> (or XLASERVE_PJRT_PLUGIN)");
     return 2;
@@ -79,7 +84,8 @@ async function runPjrt(files: { path: string; name: string }[], plugin: string |
     const pjrt = (await import("@xlaserve/backend-pjrt" as string)) as {
       createPjrtBackend?: (o: { pluginPath: string }) => AbstractBackend;
     };
-    if (typeof pjrt.createPjrtBackend !== "function") throw new Error("@xlaserve/backend-pjrt exports no createPjrtBackend");
+    if (typeof pjrt.createPjrtBackend !== "function")
+      throw new Error("@xlaserve/backend-pjrt exports no createPjrtBackend");
     backend = pjrt.createPjrtBackend({ pluginPath: plugin });
   } catch (e) {
     console.error(`the PJRT backend is unavailable: ${(e as Error).message}`);

@@ -17,7 +17,8 @@ interface CheckSite {
   readonly types: [string, string];
 }
 
-const CHECK_LINE = /^\s*stablehlo\.custom_call @check\.(expect_eq|expect_close|expect_almost_eq)\((%[\w#.]+), (%[\w#.]+)\)[^:]*: \((.*)\) -> \(\)\s*$/;
+const CHECK_LINE =
+  /^\s*stablehlo\.custom_call @check\.(expect_eq|expect_close|expect_almost_eq)\((%[\w#.]+), (%[\w#.]+)\)[^:]*: \((.*)\) -> \(\)\s*$/;
 const KINDS: Record<string, CheckKind> = { expect_eq: "eq", expect_close: "close", expect_almost_eq: "almost_eq" };
 
 /** Splits `tensor<2x3xf32>, tensor<complex<f32>>` at top-level commas. */
@@ -76,18 +77,32 @@ export async function runFileOnBackend(backend: AbstractBackend, text: string, f
   const family = familyOf(file);
   const rewritten = rewriteForBackend(text);
   if (!rewritten) {
-    return { file, func: null, family, status: "unsupported", detail: "only testdata-style programs (@main with check custom calls) run on this backend" };
+    return {
+      file,
+      func: null,
+      family,
+      status: "unsupported",
+      detail: "only testdata-style programs (@main with check custom calls) run on this backend",
+    };
   }
   try {
-    const exe = await backend.compile({ bytes: new TextEncoder().encode(rewritten.module), format: "text", origin: file }, {});
+    const exe = await backend.compile(
+      { bytes: new TextEncoder().encode(rewritten.module), format: "text", origin: file },
+      {},
+    );
     const outputs = await backend.execute(exe, []);
     const hosts = await Promise.all(outputs.map((o) => backend.download(o)));
     for (const o of outputs) o.dispose();
     exe.dispose();
     for (let i = 0; i < rewritten.checks.length; i++) {
       const check = rewritten.checks[i] as CheckSite;
-      const message = runCheck(check.kind, toNDArray(hosts[2 * i] as HostTensor), toNDArray(hosts[2 * i + 1] as HostTensor));
-      if (message !== null) return { file, func: null, family, status: "failed", detail: `check.expect_${check.kind}: ${message}` };
+      const message = runCheck(
+        check.kind,
+        toNDArray(hosts[2 * i] as HostTensor),
+        toNDArray(hosts[2 * i + 1] as HostTensor),
+      );
+      if (message !== null)
+        return { file, func: null, family, status: "failed", detail: `check.expect_${check.kind}: ${message}` };
     }
     return { file, func: null, family, status: "passed" };
   } catch (e) {

@@ -113,7 +113,7 @@ export function fuseSteps(
     for (const m of members)
       for (const u of uses[steps.indexOf(m)] ?? []) if (!members.some((x) => x.outputs.includes(u))) fusedUses.add(u);
     replaced.set(i, {
-      step: { op: root.op, inputs: leaves, outputs: root.outputs, kernel, frees: [] },
+      step: { op: root.op, label: "fused elementwise", inputs: leaves, outputs: root.outputs, kernel, frees: [] },
       uses: [...fusedUses],
     });
   }
@@ -145,14 +145,15 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
       const l = leaves[k] as NDArray;
       if (elementCount(l.shape) > staticCount) outShape = l.shape;
     }
-    const key = `${leaves.map((l) => `${l.type}:${l.shape.length}`).join(",")}|${outShape.length}`;
+    const stridesPerLeaf = leafStrides(tree, leaves, outShape);
+    const flat = flatPattern(stridesPerLeaf, outShape);
+    const key = `${leaves.map((l) => `${l.type}:${l.shape.length}`).join(",")}|${outShape.length}|${flat ?? "strided"}`;
     let compiled = cache.get(key);
     if (compiled === undefined) {
-      compiled = generate(tree, leaves, outShape);
+      compiled = generate(tree, leaves, outShape, flat);
       cache.set(key, compiled);
     }
     if (compiled === null) return fallback(members, leafSlots, leaves, frame);
-    const stridesPerLeaf = leafStrides(tree, leaves, outShape);
     const out = allocData(compiled.outType, elementCount(outShape));
     compiled.loop(
       leaves.map((l) => l.data),
@@ -163,6 +164,21 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
     );
     return [{ type: compiled.outType, shape: [...outShape], data: out }];
   };
+}
+
+/**
+ * When every leaf is either laid out like the output or a single broadcast element, the loop
+ * can run flat over the elements (no odometer): "d" dense, "s" scalar per leaf. null otherwise.
+ */
+function flatPattern(stridesPerLeaf: number[][], outShape: number[]): string | null {
+  const dense = strides(outShape);
+  let pattern = "";
+  for (const st of stridesPerLeaf) {
+    if (st.every((x) => x === 0)) pattern += "s";
+    else if (st.every((x, d) => x === dense[d] || (outShape[d] as number) === 1)) pattern += "d";
+    else return null;
+  }
+  return pattern;
 }
 
 function collectDirectLeaves(tree: Node): number[] {
@@ -217,7 +233,12 @@ function leafStrides(tree: Node, leaves: NDArray[], outShape: number[]): number[
 }
 
 /** Generates the loop; null when some node's types are outside the generator. */
-function generate(tree: Node, leaves: NDArray[], outShape: number[]): { loop: Loop; outType: ElemType } | null {
+function generate(
+  tree: Node,
+  leaves: NDArray[],
+  outShape: number[],
+  flat: string | null,
+): { loop: Loop; outType: ElemType } | null {
   if (leaves.some((l) => isComplexType(l.type) || l.type.startsWith("f8"))) return null;
   const lines: string[] = [];
   let counter = 0;
@@ -249,6 +270,9 @@ function generate(tree: Node, leaves: NDArray[], outShape: number[]): { loop: Lo
   let source: string;
   if (rank === 0) {
     source = `${decl}\nlet w = 0;\n${leaves.map((_, k) => `const p${k} = 0;`).join("\n")}\n${body}`;
+  } else if (flat !== null) {
+    const ptrs = leaves.map((_, k) => `const p${k} = ${flat[k] === "s" ? "0" : "w"};`).join("\n");
+    source = `${decl}\nconst total = out.length / ${isComplexType(root.type) ? 2 : 1};\nfor (let w = 0; w < total; ) {\n${ptrs}\n${body}\n}`;
   } else {
     const inner = leaves.map((_, k) => `const i${k} = s${k}[${rank - 1}];`).join("\n");
     const ptrs = leaves.map((_, k) => `const p${k} = b${k} + j * i${k};`).join("\n");

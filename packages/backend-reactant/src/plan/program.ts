@@ -36,6 +36,8 @@ export type Kernel = (args: RtValue[], frame: Frame) => RtValue[];
 
 export interface Step {
   readonly op: Op;
+  /** Name in the per-op profile when not the op's own (fused steps). */
+  readonly label?: string;
   readonly inputs: number[];
   readonly outputs: number[];
   readonly kernel: Kernel;
@@ -59,9 +61,10 @@ export interface KernelTools {
 /** Ops never folded: they have effects, or their point is to run. */
 const EFFECTFUL =
   /^(stablehlo\.(custom_call|infeed|outfeed|send|recv|after_all|rng|optimization_barrier)|check\.|interpreter\.)/;
-/** Folding these would store large arrays in the plan that are cheap to make at run time. */
+/** Folding these would store large arrays in the plan that are cheap to make at run time (and
+ * that fusion reads through strides without materialising them at all). */
 const MATERIALIZING = new Set(["stablehlo.broadcast_in_dim", "stablehlo.iota", "stablehlo.pad", "stablehlo.constant"]);
-const FOLD_LIMIT = 1 << 16;
+const FOLD_LIMIT = 4096;
 
 export class CompiledFunction {
   constructor(
@@ -143,10 +146,11 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
       throw stepError(step.op, e);
     }
     if (profile) {
-      const entry = profile.get(step.op.name) ?? { ms: 0, count: 0 };
+      const name = step.label ?? step.op.name;
+      const entry = profile.get(name) ?? { ms: 0, count: 0 };
       entry.ms += performance.now() - start;
       entry.count++;
-      profile.set(step.op.name, entry);
+      profile.set(name, entry);
     }
     for (let i = 0; i < step.outputs.length; i++) setSlot(frame, step.outputs[i] as number, outs[i]);
     for (const s of step.frees) if (!frame.constant[s]) clearSlot(frame, s);
