@@ -162,8 +162,11 @@ def export_bundle(
     int_input_high: int = 100,
     seed: int = 0,
     jax_exported: bool = False,
+    name: str | None = None,
 ) -> None:
-    name = os.path.basename(os.path.normpath(out_dir))
+    # The model name must equal the bundle directory's name when served; `name` lets a caller
+    # export into a staging directory and rename it into place.
+    name = name or os.path.basename(os.path.normpath(out_dir))
     os.makedirs(out_dir, exist_ok=True)
     weight_names, weight_arrays, treedef = flatten_params(params)
     input_names = list(inputs)
@@ -265,6 +268,7 @@ def main() -> None:
     parser.add_argument("out_dir")
     parser.add_argument("--portable", action="store_true", help="write MLIR portable artifacts (VHLO bytecode)")
     parser.add_argument("--batch-sizes", default=None, help="comma-separated, e.g. 1,32")
+    parser.add_argument("--name", default=None, help="model name (default: the output directory's name)")
     parser.add_argument("--jax-exported", action="store_true",
                         help="also write jax_exported.<platform>.b{N}.bin (jax.export serialization) for benchmark anchors")
     args = parser.parse_args()
@@ -272,7 +276,8 @@ def main() -> None:
     spec = build()
     if args.batch_sizes:
         spec["batch_sizes"] = [int(x) for x in args.batch_sizes.split(",")]
-    export_bundle(out_dir=args.out_dir, portable=args.portable, jax_exported=args.jax_exported, **spec)
+    export_bundle(out_dir=args.out_dir, portable=args.portable, jax_exported=args.jax_exported,
+                  name=args.name, **spec)
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ do_export() {
     if exported "$m"; then echo "export $m: already there"; continue; fi
     rm -rf "$WORK/models/$m"
     local extra=(); [ "$m" = resnet50 ] && extra=(--batch-sizes 1,32)
-    ( XLA_PYTHON_CLIENT_PREALLOCATE=false python3 tools/export_jax_bundle.py "$m" "$WORK/models/$m.tmp" --jax-exported "${extra[@]}" >"$LOGS/export-$m.log" 2>&1 \
+    ( XLA_PYTHON_CLIENT_PREALLOCATE=false python3 tools/export_jax_bundle.py "$m" "$WORK/models/$m.tmp" --name "$m" --jax-exported "${extra[@]}" >"$LOGS/export-$m.log" 2>&1 \
         && rm -rf "$WORK/models/$m" && mv "$WORK/models/$m.tmp" "$WORK/models/$m" ) &
     pids+=($!); names+=("$m")
   done

@@ -41,6 +41,25 @@ describe("elementwise fusion", () => {
     expect(Array.from(fused.outputs[1]?.data as Int8Array)).toEqual([32, 32, 98, 0, 0, 2]);
   });
 
+  test("calls are inlined, so a chain fuses across them", () => {
+    const text = `func.func @main(%x: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = stablehlo.add %x, %b : tensor<4xf32>
+      %1 = call @relu(%0) : (tensor<4xf32>) -> tensor<4xf32>
+      return %1 : tensor<4xf32>
+    }
+    func.func private @relu(%a: tensor<4xf32>) -> tensor<4xf32> {
+      %zero = stablehlo.constant dense<0.0> : tensor<f32>
+      %z = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<f32>) -> tensor<4xf32>
+      %r = stablehlo.maximum %a, %z : tensor<4xf32>
+      return %r : tensor<4xf32>
+    }`;
+    const x: NDArray = { type: "f32", shape: [4], data: new Float32Array([-2, -0.5, 0.5, 2]) };
+    const b: NDArray = { type: "f32", shape: [4], data: new Float32Array([1, 1, 1, 1]) };
+    const fused = runWith(text, [x, b], true);
+    expect(fused.steps).toBe(1);
+    expect(Array.from(fused.outputs[0]?.data as Float32Array)).toEqual([0, 0.5, 1.5, 3]);
+  });
+
   for (const model of ["cnn", "transformer"]) {
     test(`${model}: fused and unfused plans give byte-identical outputs`, () => {
       const c = loadExample(model, 1);

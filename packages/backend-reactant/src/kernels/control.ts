@@ -7,17 +7,13 @@ import { checkKernel } from "./check-ops.ts";
 import { unsupported } from "./errors.ts";
 
 /**
- * Calls, control flow and tuples. Regions run in the caller's frame (they read outer values
- * directly); calls get a frame of their own.
+ * Control flow, composites and tuples. Regions run in the caller's frame (they read outer values
+ * directly); a composite's decomposition gets a frame of its own. (func.call never reaches a
+ * kernel: the plan inlines calls.)
  */
 export function controlKernel(op: Op, tools: KernelTools): Kernel | null {
   const { regions, program } = tools;
   switch (op.name) {
-    case "func.call": {
-      const callee = String(op.attrs.callee);
-      const f = program.func(callee);
-      return (args, frame) => f.call(args, frame.ctx);
-    }
     case "stablehlo.composite": {
       const decomposition = op.attrs.decomposition as { symbol: string } | undefined;
       if (!decomposition) throw new XlaserveError("MODULE_INVALID", "stablehlo.composite needs a decomposition");

@@ -8,10 +8,10 @@ import { type CheckFailure, type RtValue, isArray, isTuple } from "./values.ts";
 
 /**
  * The execution plan: every function compiled into blocks of steps over numbered slots.
- * Compilation resolves names to slots, folds ops whose inputs are all constants (once, here),
- * and computes liveness so each intermediate is dropped right after its last use. Regions
- * (while bodies, reducers, comparators) are blocks in their function's slot space, so they read
- * outer values directly.
+ * Compilation resolves names to slots, inlines calls, folds ops whose inputs are all constants
+ * (once, here), fuses elementwise chains (fusion.ts) and computes liveness so each intermediate
+ * is dropped right after its last use. Regions (while bodies, reducers, comparators) are blocks
+ * in their function's slot space, so they read outer values directly.
  */
 
 export interface ExecContext {
@@ -26,9 +26,11 @@ export interface OpTime {
   count: number;
 }
 
+/** One activation of a function: its slots, and which of them hold the plan's constants. */
 export interface Frame {
   readonly env: (RtValue | undefined)[];
   readonly ctx: ExecContext;
+  /** 1 where the slot holds a folded constant: never freed nor counted per run. */
   readonly constant: Uint8Array;
 }
 
@@ -60,7 +62,7 @@ export interface KernelTools {
 
 /** Ops never folded: they have effects, or their point is to run. */
 const EFFECTFUL =
-  /^(stablehlo\.(custom_call|infeed|outfeed|send|recv|after_all|rng|optimization_barrier)|check\.|interpreter\.)/;
+  /^(stablehlo\.(custom_call|infeed|outfeed|send|recv|after_all|optimization_barrier)|check\.|interpreter\.)/;
 /** Folding these would store large arrays in the plan that are cheap to make at run time (and
  * that fusion reads through strides without materialising them at all). */
 const MATERIALIZING = new Set(["stablehlo.broadcast_in_dim", "stablehlo.iota", "stablehlo.pad", "stablehlo.constant"]);
@@ -169,14 +171,25 @@ function stepError(op: Op, e: unknown): XlaserveError {
 
 class Scope {
   private readonly names = new Map<string, number>();
-  readonly locals = new Set<number>();
   readonly captures = new Set<number>();
-  constructor(readonly parent: Scope | null) {}
+  /**
+   * Slots this block defines (and frees). An inlined callee's scope shares its caller's set:
+   * its values live in the caller's block.
+   */
+  constructor(
+    readonly parent: Scope | null,
+    readonly locals: Set<number> = new Set<number>(),
+  ) {}
 
   define(name: string, slot: number): number {
     this.names.set(name, slot);
     this.locals.add(slot);
     return slot;
+  }
+
+  /** Another name for an existing slot (a callee argument, an inlined call's result). */
+  alias(name: string, slot: number): void {
+    this.names.set(name, slot);
   }
 
   /** Resolves a name, recording it as a capture of every block it crosses. */
@@ -210,6 +223,13 @@ export class Program {
 
   has(name: string): boolean {
     return this.funcs.has(name);
+  }
+
+  /** A function's parsed form (for inlining). */
+  definition(name: string): Func {
+    const f = this.funcs.get(name);
+    if (!f) throw new XlaserveError("MODULE_INVALID", `call to unknown function @${name}`, { function: name });
+    return f;
   }
 
   func(name: string): CompiledFunction {
@@ -248,6 +268,7 @@ class FunctionCompiler {
   private pure = true;
   private readonly foldCtx: ExecContext = { arena: new Arena(), failures: [] };
   private readonly fuse: boolean;
+  private readonly inlining: string[] = [];
 
   constructor(
     private readonly program: Program,
@@ -269,8 +290,17 @@ class FunctionCompiler {
     const scope = new Scope(parent);
     const argSlots = argNames.map((n) => scope.define(n, this.slots++));
     const steps: Step[] = [];
-    let resultSlots: number[] = [];
     const stepUses: number[][] = [];
+    const resultSlots = this.ops(ops, scope, steps, stepUses) ?? [];
+    const useCount = new Map<number, number>();
+    for (const u of [...stepUses.flat(), ...resultSlots]) useCount.set(u, (useCount.get(u) ?? 0) + 1);
+    const fused = this.fuse ? fuseSteps(steps, stepUses, useCount) : { steps, uses: stepUses };
+    this.assignFrees(fused.steps, fused.uses, new Set(resultSlots), scope);
+    return { argSlots, steps: fused.steps, resultSlots, captures: scope.captures };
+  }
+
+  /** Compiles ops into `steps`; returns the slots of the terminating return, if any. */
+  private ops(ops: Op[], scope: Scope, steps: Step[], stepUses: number[][]): number[] | null {
     for (const op of ops) {
       const resolve = (name: string): number => {
         const s = scope.resolve(name);
@@ -279,11 +309,12 @@ class FunctionCompiler {
         }
         return s;
       };
-      if (op.name === "func.return" || op.name === "stablehlo.return") {
-        resultSlots = op.operands.map(resolve);
-        break;
-      }
+      if (op.name === "func.return" || op.name === "stablehlo.return") return op.operands.map(resolve);
       const inputs = op.operands.map(resolve);
+      if (op.name === "func.call" && typeof op.attrs.callee === "string") {
+        this.inline(op, op.attrs.callee, inputs, scope, steps, stepUses);
+        continue;
+      }
       const regions = op.regions.map((r) =>
         this.block(
           r.args.map((a) => a.name),
@@ -301,20 +332,42 @@ class FunctionCompiler {
       steps.push({ op, inputs, outputs, kernel, frees: [] });
       stepUses.push(uses);
     }
-    const useCount = new Map<number, number>();
-    for (const u of [...stepUses.flat(), ...resultSlots]) useCount.set(u, (useCount.get(u) ?? 0) + 1);
-    const fused = this.fuse ? fuseSteps(steps, stepUses, useCount) : { steps, uses: stepUses };
-    this.assignFrees(fused.steps, fused.uses, new Set(resultSlots), scope);
-    return { argSlots, steps: fused.steps, resultSlots, captures: scope.captures };
+    return null;
+  }
+
+  /**
+   * Calls are inlined: the callee's ops join the caller's block, so constants fold through them
+   * and elementwise chains fuse across the call (JAX wraps relu and friends in functions).
+   */
+  private inline(op: Op, callee: string, inputs: number[], scope: Scope, steps: Step[], stepUses: number[][]): void {
+    const f = this.program.definition(callee);
+    if (this.inlining.includes(callee)) {
+      throw new XlaserveError("MODULE_INVALID", `@${callee} calls itself; StableHLO programs cannot recurse`);
+    }
+    if (f.args.length !== inputs.length) {
+      throw new XlaserveError(
+        "MODULE_INVALID",
+        `call to @${callee} passes ${inputs.length} arguments, it takes ${f.args.length}`,
+      );
+    }
+    const inner = new Scope(null, scope.locals);
+    f.args.forEach((a, i) => {
+      inner.alias(a.name, inputs[i] as number);
+    });
+    this.inlining.push(callee);
+    const results = this.ops(f.body, inner, steps, stepUses) ?? [];
+    this.inlining.pop();
+    op.results.forEach((name, i) => {
+      const slot = results[i];
+      if (slot === undefined)
+        throw new XlaserveError("MODULE_INVALID", `@${callee} returns fewer values than the call expects`);
+      scope.alias(name, slot);
+    });
   }
 
   private tryFold(op: Op, kernel: Kernel, inputs: number[], regions: Block[], outputs: number[]): boolean {
     if (EFFECTFUL.test(op.name)) return false;
     if (this.program.options.fold === false && op.name !== "stablehlo.constant") return false;
-    if (op.name === "func.call") {
-      const callee = op.attrs.callee;
-      if (typeof callee !== "string" || !this.program.func(callee).pure) return false;
-    }
     if (!inputs.every((s) => this.constants.has(s))) return false;
     for (const r of regions) for (const c of r.captures) if (!this.constants.has(c)) return false;
     if (regions.some((r) => r.steps.some((s) => EFFECTFUL.test(s.op.name)))) return false;
