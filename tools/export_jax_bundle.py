@@ -26,12 +26,18 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import sys
 from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+# Source locations in the exported modules name the exporter's files; keep them relative to the
+# repository so a bundle does not carry the path of the machine that exported it.
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+jax.config.update("jax_hlo_source_file_canonicalization_regex", "^" + re.escape(REPO_ROOT + os.sep))
 
 MANIFEST_DTYPES = {
     "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",

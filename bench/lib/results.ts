@@ -193,7 +193,7 @@ export class BenchResult {
   private save(dir: string, partial: boolean): string {
     mkdirSync(dir, { recursive: true });
     const path = join(dir, `${this.name}-${fileDate(this.started)}.json`);
-    writeFileSync(path, `${JSON.stringify({ ...this.toJSON(), partial }, jsonSafe, 2)}\n`);
+    writeFileSync(path, `${withoutMachinePaths(JSON.stringify({ ...this.toJSON(), partial }, jsonSafe, 2))}\n`);
     return path;
   }
 }
@@ -244,4 +244,14 @@ function jsonSafe(_key: string, value: unknown): unknown {
   if (typeof value === "number" && !Number.isFinite(value)) return null;
   if (value instanceof Error) return { name: value.name, message: value.message };
   return value;
+}
+
+const REPO_ROOT = new URL("../..", import.meta.url).pathname;
+
+/**
+ * Committed results must not carry the paths of the machine that ran them: paths inside the
+ * checkout become repository-relative, Python site-packages folders become `<site-packages>`.
+ */
+export function withoutMachinePaths(text: string): string {
+  return text.replaceAll(REPO_ROOT, "").replace(/\/[^"\s]*?\/site-packages\//g, "<site-packages>/");
 }
