@@ -17,6 +17,7 @@
 #   memory-worker  bench/memory-probe.bench.ts (the worker owner's in-process probe; issue 7),
 #                  where that file exists
 #   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
+#   gpu-tests      bun test tests/gpu packages/backend-pjrt/test, figures to gpu-tests-<date>.json
 #   part1 = setup export compile-load first-result cpu
 #   part2 = setup export worker-start memory memory-worker
 #   all   = setup export compile-load first-result worker-start memory memory-worker cpu
@@ -47,7 +48,7 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|compile-load|first-result|worker-start|memory|memory-worker|cpu) expanded+=("$p") ;;
+    setup|export|gpu-tests|compile-load|first-result|worker-start|memory|memory-worker|cpu) expanded+=("$p") ;;
     -h|--help) sed -n 2,27p "$0"; exit 0 ;;
     *) echo "unknown phase: $p (setup export compile-load first-result worker-start memory memory-worker cpu part1 part2 all)" >&2; exit 2 ;;
   esac
@@ -57,6 +58,7 @@ want() { local x; for x in "${expanded[@]}"; do [ "$x" = "$1" ] && return 0; don
 ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
+  want gpu-tests && ordered+=(gpu-tests)
   for x in compile-load first-result worker-start memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
   for x in compile-load first-result worker-start memory memory-worker cpu; do want $x && ordered+=($x); done
@@ -213,6 +215,11 @@ for phase in "${ordered[@]}"; do
       else
         echo "{\"step\":\"memory-worker\",\"skipped\":true,\"reason\":\"bench/memory-probe.bench.ts missing\"}" >>"$STEPS"
       fi
+      ;;
+    gpu-tests)
+      # The GPU test files (tests/gpu) and the PJRT unit tests on the real host; figures to JSON.
+      run_step gpu-tests 240 env XLASERVE_GPU_RESULTS="$RES/gpu-tests-$STAMP.json" \
+        bun test tests/gpu packages/backend-pjrt/test
       ;;
     cpu)
       run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \
