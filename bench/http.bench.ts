@@ -3,7 +3,7 @@
  * that reads a same-size request and answers the very same response bytes, in one run: the ratio
  * is what the worker's HTTP layer and codec (plus the model) cost over Bun itself.
  *
- *   bun bench/http.bench.ts [--target worker|registry] [--duration 8] [--connections 16]
+ *   bun bench/http.bench.ts [--target worker|registry|http-only] [--dynamic-batching] [--duration 8] [--connections 16]
  *                           [--rounds 2] [--generator wrk|bun] [--results-dir DIR]
  *
  * target worker (default): apps/worker's startWorker over a temp copy of examples/models/mlp on
@@ -48,6 +48,9 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "2" },
     generator: { type: "string" },
     generate: { type: "string" },
+    // Dynamic batching is off by default in the worker (a coalesced request runs on a larger
+    // program whose bits can differ); this measures it on.
+    "dynamic-batching": { type: "boolean", default: false },
     "results-dir": { type: "string" },
   },
 });
@@ -60,11 +63,10 @@ if (args.generate) {
 
 const benchDir = import.meta.dir;
 // The command as typed from the repository root (argv holds this machine's absolute paths).
-const result = new BenchResult(args.target === "worker" ? "http" : `http-${args.target}`, [
-  "bun",
-  "bench/http.bench.ts",
-  ...process.argv.slice(2),
-]);
+const result = new BenchResult(
+  args.target === "worker" ? (args["dynamic-batching"] ? "http-dynamic-batching" : "http") : `http-${args.target}`,
+  ["bun", "bench/http.bench.ts", ...process.argv.slice(2)],
+);
 result.dir = resultsDir(args["results-dir"]);
 // Other work on the machine skews requests/s; the load average at the start is kept with the figures.
 const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
@@ -128,6 +130,7 @@ const summary = (list: LoadResult[]) => ({
 const bareSummary = summary(figures.bare);
 const xlaSummary = summary(figures.xlaserve);
 result.figure("target", target.kind);
+result.figure("dynamicBatching", args["dynamic-batching"] === true);
 result.figure("model", "mlp");
 result.figure("request", { bytes: requestBody.length, shape: [1, 64], datatype: "FP32" });
 result.figure("response", { bytes: responseText.length });
@@ -199,7 +202,11 @@ async function startTarget(kind: string): Promise<Target> {
     // error, not warn: wrk drops its connections at the end of a run, and the requests still
     // queued then are logged as aborted, which is expected here.
     logger: createLogger({ level: "error" }),
-    config: { cache: { stateDir: join(root, "state") }, repository: { dynamic: false } },
+    config: {
+      cache: { stateDir: join(root, "state") },
+      repository: { dynamic: false },
+      concurrency: { dynamicBatching: args["dynamic-batching"] === true },
+    },
   });
   return {
     url: worker.url,

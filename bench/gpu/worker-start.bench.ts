@@ -88,6 +88,16 @@ async function once(kind: "cold" | "warm", r: number): Promise<void> {
       console.log(
         `  ${kind} start ${r}: ready at ${w.readyMs.toFixed(1)} ms, ${models.length} models, programs ${outcomes.join(",")}`,
       );
+      // The worker's own breakdown: its "ready in N ms" phases and each model's load phases.
+      const ready = w.logs.find((l) => String(l.msg).startsWith("ready in"));
+      const loads = w.logs
+        .filter((l) => l.msg === "model loaded")
+        .map((l) => ({ model: l.model, ms: l.ms, phases: l.phases, figures: l.figures }));
+      result.figure(`${kind} start ${r} breakdown`, {
+        ready: ready?.phases ?? null,
+        readyMs: ready?.ms ?? null,
+        loads,
+      });
       if (kind === "cold" && outcomes.includes("hit")) result.note(`cold start ${r} found cached programs`);
       if (kind === "warm" && outcomes.some((o) => o !== "hit"))
         result.note(`warm start ${r} compiled: ${outcomes.join(",")}`);

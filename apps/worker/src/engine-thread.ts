@@ -162,22 +162,29 @@ async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; 
 }
 
 // One call at a time, in arrival order: a peak reset lands exactly between the calls around it.
+// Calls arrive in batches (threaded-backend.ts) and are answered with one message per batch.
 let chain: Promise<void> = Promise.resolve();
 
 self.onmessage = (event: MessageEvent) => {
-  const msg = event.data as Record<string, unknown>;
-  chain = chain.then(() => serve(msg));
+  const { calls } = event.data as { calls: Record<string, unknown>[] };
+  chain = chain.then(() => serveBatch(calls));
 };
 
-async function serve(msg: Record<string, unknown>): Promise<void> {
-  const id = msg.id as number;
-  try {
-    const { value, transfer } = await handle(msg);
-    self.postMessage({ id, ok: true, value, stats: stats() }, transfer ?? []);
-  } catch (err) {
-    const error = isXlaserveError(err)
-      ? { code: err.code, message: err.message, details: err.details }
-      : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), details: {} };
-    self.postMessage({ id, ok: false, error, stats: stats() });
+async function serveBatch(calls: Record<string, unknown>[]): Promise<void> {
+  const replies: unknown[] = [];
+  const transfer: ArrayBuffer[] = [];
+  for (const msg of calls) {
+    const id = msg.id as number;
+    try {
+      const r = await handle(msg);
+      if (id !== 0) replies.push({ id, ok: true, value: r.value });
+      if (r.transfer && id !== 0) transfer.push(...r.transfer);
+    } catch (err) {
+      const error = isXlaserveError(err)
+        ? { code: err.code, message: err.message, details: err.details }
+        : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), details: {} };
+      replies.push({ id, ok: false, error });
+    }
   }
+  self.postMessage({ replies, stats: stats() }, transfer);
 }

@@ -3,6 +3,11 @@ import { XlaserveError } from "@xlaserve/core";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import { discoverPjrtPlugins } from "@xlaserve/core/engine/discover.ts";
 import { type EngineChoice, type ProbeResult, selectEngine } from "@xlaserve/core/engine/select.ts";
+import { readFileSync, readdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FileMemo } from "./file-memo.ts";
+import { memoizedProbe } from "./probe-memo.ts";
 import { ThreadedBackend } from "./threaded-backend.ts";
 
 /**
@@ -27,11 +32,31 @@ export async function chooseEngine(config: Config, log: Logger): Promise<EngineC
     const pjrt = await importPackage("@xlaserve/backend-pjrt");
     if (typeof pjrt.probePjrtPlugin === "function") {
       probe = pjrt.probePjrtPlugin as (path: string) => ProbeResult | Promise<ProbeResult>;
+      // A plugin file that passed before (unchanged, same bindings) is not probed again.
+      const bindings = config.cache.enabled ? bindingsKey() : null;
+      if (bindings) probe = memoizedProbe(probe, resolve(config.cache.stateDir), bindings);
     }
   } catch (err) {
     log.debug("PJRT backend package unavailable", { error: String(err) });
   }
   return selectEngine({ engine: config.engine, candidates: discovery.candidates, probe, searched: discovery.searched });
+}
+
+/**
+ * What the probe's verdict depends on besides the plugin file: the bindings' declared layouts and
+ * gate (backend-pjrt's abi/ and api/ sources) and the runtime.
+ */
+function bindingsKey(): string | null {
+  let h = Bun.hash(Bun.version);
+  try {
+    const src = dirname(fileURLToPath(import.meta.resolve("@xlaserve/backend-pjrt")));
+    for (const sub of ["abi", "api"]) {
+      for (const f of readdirSync(join(src, sub)).sort()) h = Bun.hash(readFileSync(join(src, sub, f)), h);
+    }
+  } catch {
+    return null; // unknown bindings: always probe
+  }
+  return h.toString(16);
 }
 
 const noProbe: ProbeResult = { ok: false, code: "PLUGIN_NOT_FOUND", message: "the PJRT backend is not available" };
@@ -46,12 +71,24 @@ export async function createBackend(
     const create = pjrt.createPjrtBackend as ((o: unknown) => AbstractBackend | Promise<AbstractBackend>) | undefined;
     if (!create) throw new XlaserveError("UNSUPPORTED", "@xlaserve/backend-pjrt exports no createPjrtBackend");
     if (!choice.plugin?.path) throw new XlaserveError("PLUGIN_NOT_FOUND", "engine=pjrt but no plugin was selected");
-    return await create({
-      pluginPath: choice.plugin.path,
+    const pluginPath = choice.plugin.path;
+    // The partition names the plugin build by a hash of its file (rule 2): several hundred MB read
+    // on every start. Remembered per unchanged file in the state directory instead.
+    const hashes = config.cache.enabled
+      ? new FileMemo<string>(resolve(config.cache.stateDir), "pjrt-plugin-hash.json")
+      : null;
+    const known = hashes?.get(pluginPath, "sha256/16");
+    const remember = pjrt.rememberPluginFileHash as ((path: string, hash: string) => void) | undefined;
+    const hashOf = pjrt.pluginFileHash as ((path: string) => string) | undefined;
+    if (known && remember) remember(pluginPath, known);
+    const backend = await create({
+      pluginPath,
       memoryFraction: config.pjrt.memoryFraction,
       preallocate: config.pjrt.preallocate,
       isolateCompile: config.pjrt.compileInChild,
     });
+    if (hashes && !known && hashOf) hashes.set(pluginPath, "sha256/16", hashOf(pluginPath));
+    return backend;
   }
   if (opts.engineThread ?? true) {
     // The CPU engine computes on the calling thread; give it its own so requests never stall the

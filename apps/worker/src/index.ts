@@ -6,13 +6,15 @@ import { loadConfig, validateConfig } from "@xlaserve/core/config/load.ts";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
 import { ProgramCache } from "@xlaserve/cache";
-import { Metrics, type RunningServer, createServerApp, startServer } from "@xlaserve/server";
+import type { Metrics, RunningServer } from "@xlaserve/server";
 import type { ServerInfo } from "@xlaserve/server/contract.ts";
-import { Counter, Gauge } from "prom-client";
 import { formatBytes } from "./budget.ts";
 import { chooseEngine, createBackend } from "./engine.ts";
 import type { LoadedProgram, ProgramSource } from "./model.ts";
+import type { ProbeFigureStore } from "./probe-figures.ts";
 import { ModelRegistry } from "./registry.ts";
+import type { HttpModules } from "./http-modules.ts";
+import { StartupClock } from "./startup-clock.ts";
 import { RepositoryWatcher } from "./watcher.ts";
 
 export { ModelRegistry } from "./registry.ts";
@@ -93,6 +95,11 @@ export function resolveWorkerConfig(overrides: WorkerOverrides = {}): Config {
  * repository -> memory probe and budget -> watcher -> server.
  */
 export async function startWorker(overrides: WorkerOverrides = {}): Promise<StartedWorker> {
+  // Where the start's time goes, for the "ready" line (performance.now() counts from process start).
+  const startup = new StartupClock();
+  // The HTTP side (Elysia, the OpenAPI plugin, prom-client) is imported now and awaited only once
+  // the models are loaded: parsing it overlaps the engine's start on its own thread.
+  const http = import("./http-modules.ts");
   const config = resolveWorkerConfig(overrides);
   const logger = overrides.logger ?? createLogger({ level: config.log.level, format: config.log.format });
   const log = logger.child({ component: "worker" });
@@ -105,12 +112,14 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     engine = { engine: backend.name, reason: "backend supplied by the caller" };
   } else {
     engine = await chooseEngine(config, log);
+    startup.lap("engineSelect");
     backend = await createBackend(engine, config, {
       engineThread: overrides.engineThread ?? process.env.XLASERVE_ENGINE_THREAD !== "0",
       log,
     });
   }
   const identity = backend.identity();
+  startup.lap("engine");
   log.info("engine selected", {
     engine: engine.engine,
     reason: engine.reason,
@@ -139,7 +148,13 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
         c.syncModuleHashes(bundle);
       }
       const r = await c.getOrCompile({ bundle, module, backend, options });
-      return { executable: r.executable, outcome: r.outcome, compileMs: r.compileMs ?? 0, loadMs: r.loadMs ?? 0 };
+      return {
+        executable: r.executable,
+        outcome: r.outcome,
+        compileMs: r.compileMs ?? 0,
+        loadMs: r.loadMs ?? 0,
+        entryPath: r.entryPath,
+      };
     };
   } else {
     programs = async (_bundle, module): Promise<LoadedProgram> => {
@@ -152,9 +167,13 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     };
   }
 
+  startup.lap("cacheOpen");
+
   // Metrics: the server's series plus the worker's own budget and per-model gauges.
-  const metrics = new Metrics();
-  const extra = workerGauges(metrics);
+  const { Metrics: MetricsClass, createServerApp, startServer, Counter, Gauge } = await http;
+  startup.lap("imports");
+  const metrics = new MetricsClass();
+  const extra = workerGauges(metrics, Counter, Gauge);
 
   let registry: ModelRegistry;
   const serverInfo = (): ServerInfo => ({
@@ -174,13 +193,14 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     backend,
     platform: `xlaserve_${backend.name}`,
     programs,
+    probeFigures: cache ? probeFigureStore(cache) : undefined,
     log: logger,
     memory: config.memory,
     concurrency: config.concurrency,
     serverInfo,
     hooks: {
-      queueDepth: (model, depth) => metrics.queueDepth.set({ model }, depth),
-      computeSeconds: (model, s) => metrics.computeSeconds.inc({ model }, s),
+      queueDepth: (model, depth) => metrics.setQueueDepth(model, depth),
+      computeSeconds: (model, s) => metrics.addComputeSeconds(model, s),
       weightLoad: (model, _bytes, s) => {
         metrics.weightLoads.inc({ model });
         extra.weightLoadSeconds.inc({ model }, s);
@@ -241,6 +261,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     await backend.dispose();
     throw err;
   }
+  startup.lap("models");
   const b = registry.currentBudget();
   if (b) {
     log.info("memory", {
@@ -282,7 +303,14 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     await backend.dispose();
     throw err;
   }
+  startup.lap("server");
   log.info("listening", { url: server.url, models: registry.loadedNames() });
+  log.info(`ready in ${Math.round(startup.totalMs())} ms`, {
+    ms: Math.round(startup.totalMs()),
+    phases: startup.phases(),
+  });
+  // Models whose stored probe figures spared their probe run once now, beside the first requests.
+  void registry.warmUpPending();
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
@@ -312,7 +340,15 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   return { url: server.url, registry, config, engine, metrics, watcher, backend, logger, stop };
 }
 
-function workerGauges(metrics: Metrics) {
+/** The program cache's index as the registry's store of probe figures. */
+function probeFigureStore(cache: ProgramCache): ProbeFigureStore {
+  return {
+    get: (key, identity) => cache.probeFigures(key, identity),
+    put: (key, identity, f) => cache.storeProbeFigures(key, { identity, ...f, measuredAt: Date.now() }),
+  };
+}
+
+function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], Gauge: HttpModules["Gauge"]) {
   const registers = [metrics.registry];
   return {
     budget: new Gauge({

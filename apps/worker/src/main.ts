@@ -155,7 +155,7 @@ async function serve(values: Values): Promise<void> {
       (r) => `${r.file} ${r.outcome} ${Math.round(r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs)} ms`,
     );
     out.write(
-      `  loaded ${m.name}: cache ${hits}/${records.length} hit (${ms.join(", ")}), ${Math.round(m.loadMs)} ms total, weights ${formatBytes(m.weightBytes)}, scratch ${formatBytes(m.scratchBytes)}, residency ${m.residency}\n`,
+      `  loaded ${m.name}: cache ${hits}/${records.length} hit (${ms.join(", ")}), ${Math.round(m.loadMs)} ms total, weights ${formatBytes(m.weightBytes)}, scratch ${formatBytes(m.scratchBytes)} (${m.probe?.source ?? "not probed"}), residency ${m.residency}\n`,
     );
   }
   for (const e of worker.registry.repositoryIndex()) {

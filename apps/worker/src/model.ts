@@ -14,6 +14,8 @@ export interface LoadedProgram {
   readonly outcome: CacheOutcome;
   readonly compileMs: number;
   readonly loadMs: number;
+  /** The program cache entry it came from (keys the stored probe figures); absent uncached. */
+  readonly entryPath?: string;
 }
 
 /** Compiles a module or loads it from the program cache. */
@@ -33,8 +35,17 @@ export interface ProbeResult {
   readonly weightBytes: number;
   /** Largest run scratch over every (variant, batch size): peak minus what was resident before. */
   readonly scratchBytes: number;
-  readonly perProgram: ReadonlyArray<{ variant: number | null; batchSize: number; scratchBytes: number; ms: number }>;
+  readonly perProgram: ReadonlyArray<ProbedProgram>;
   readonly peakReset: boolean;
+  /** "measured" by running every program now, or "stored" from an earlier probe of the same programs. */
+  readonly source: "measured" | "stored";
+}
+
+export interface ProbedProgram {
+  readonly variant: number | null;
+  readonly batchSize: number;
+  readonly scratchBytes: number;
+  readonly ms: number;
 }
 
 /** Hooks the runtime reports through (the worker binds them to the server's Metrics). */
@@ -123,6 +134,7 @@ export class RuntimeModel implements ServedModel {
   private readonly log: Logger;
   private readonly hooks: RuntimeHooks;
   private registered = false;
+  private warm = false;
   private disposed = false;
   private successor: RuntimeModel | null = null;
   private retired = false;
@@ -505,7 +517,7 @@ export class RuntimeModel implements ServedModel {
   async runProbe(): Promise<ProbeResult> {
     return this.deviceLock.exclusive(async () => {
       const lease = await this.weightsManager.acquire(this.ownerId);
-      const perProgram: { variant: number | null; batchSize: number; scratchBytes: number; ms: number }[] = [];
+      const perProgram: ProbedProgram[] = [];
       let peakReset = true;
       try {
         for (const variant of this.variants()) {
@@ -544,9 +556,68 @@ export class RuntimeModel implements ServedModel {
       }
       const scratchBytes = Math.max(0, ...perProgram.map((p) => p.scratchBytes));
       this.scratchBytes = scratchBytes;
-      this.probe = { weightBytes: this.weightBytes, scratchBytes, perProgram, peakReset };
+      this.probe = { weightBytes: this.weightBytes, scratchBytes, perProgram, peakReset, source: "measured" };
+      this.warm = true;
       return this.probe;
     });
+  }
+
+  /** Every (variant, batch size) the probe runs, with the program serving it. */
+  probeTargets(): { variant: number | null; batchSize: number; program: LoadedProgram }[] {
+    return this.variants().flatMap((variant) =>
+      this.compiledBatchSizes.map((batchSize) => ({
+        variant,
+        batchSize,
+        program: this.programFor(variant, batchSize).program,
+      })),
+    );
+  }
+
+  /**
+   * Takes the figures an earlier probe of these very programs measured (the program cache stores
+   * them), so a warm start need not run every program with the device to itself. The caller checked
+   * their identity; the programs have not run yet (see warmUp).
+   */
+  useStoredFigures(perProgram: readonly ProbedProgram[]): ProbeResult {
+    const scratchBytes = Math.max(0, ...perProgram.map((p) => p.scratchBytes));
+    this.scratchBytes = scratchBytes;
+    this.probe = { weightBytes: this.weightBytes, scratchBytes, perProgram, peakReset: true, source: "stored" };
+    return this.probe;
+  }
+
+  /** True once every program has run (the probe or warmUp). */
+  isWarm(): boolean {
+    return this.warm;
+  }
+
+  /**
+   * Runs every program once on zeros beside the requests (a shared device lock): the first run of
+   * a program pays one-time costs (GPU library initialisation, lazy kernel loads) that a request
+   * should not. Needed only when the probe did not run. Stops early once the model is retired.
+   */
+  async warmUp(): Promise<number> {
+    const t0 = performance.now();
+    for (const { variant, batchSize, program } of this.probeTargets()) {
+      if (this.disposed || this.retired) break;
+      await this.deviceLock.shared(async () => {
+        const lease = await this.weightsManager.acquire(this.ownerId);
+        const args: DeviceBuffer[] = [];
+        let results: DeviceBuffer[] = [];
+        try {
+          for (let i = 0; i < this.inputs.length; i++) {
+            const spec = this.inputs[i] as TensorSpec;
+            args.push(await this.backend.upload(zeros(spec.dtype, this.inputShape(i, variant, batchSize))));
+          }
+          results = await this.backend.execute(program.executable, [...args, ...lease.buffers]);
+        } finally {
+          for (const b of results) b.dispose();
+          for (const b of args) b.dispose();
+          lease.release();
+        }
+      });
+    }
+    this.warm = true;
+    return performance.now() - t0;
   }
 
   /** Memory figures after every earlier device call landed (a threaded engine reports lazily). */

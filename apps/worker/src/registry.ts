@@ -15,7 +15,8 @@ import type {
 } from "@xlaserve/server/contract.ts";
 import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "./budget.ts";
 import { DeviceLock } from "./limiter.ts";
-import { type LoadedProgram, type ProgramSource, RuntimeModel, type RuntimeHooks } from "./model.ts";
+import { type LoadedProgram, type ProbeResult, type ProgramSource, RuntimeModel, type RuntimeHooks } from "./model.ts";
+import { type ProbeFigureStore, storeFigures, storedFigures } from "./probe-figures.ts";
 import { WeightManager } from "./weights.ts";
 
 export interface RegistryOptions {
@@ -35,6 +36,8 @@ export interface RegistryOptions {
   readonly concurrency: { readonly perModel: number; readonly queueDepth: number; readonly dynamicBatching?: boolean };
   readonly serverInfo: () => ServerInfo;
   readonly hooks?: RegistryHooks;
+  /** Persisted probe figures (the program cache's index): lets a warm start skip the probe. */
+  readonly probeFigures?: ProbeFigureStore;
 }
 
 export interface RegistryHooks extends RuntimeHooks {
@@ -71,6 +74,7 @@ export class ModelRegistry implements ModelRegistryView {
   private generation = 0;
   private draining = false;
   private starting = true;
+  private warming: Promise<void> = Promise.resolve();
   private readonly log: Logger;
 
   constructor(private readonly options: RegistryOptions) {
@@ -158,17 +162,43 @@ export class ModelRegistry implements ModelRegistryView {
 
   // ---- worker API --------------------------------------------------------------------------
 
-  /** Loads every bundle of the repository (at start), then resolves the budget once. */
+  /**
+   * Loads every bundle of the repository (at start), then resolves the budget once. The bundles
+   * load concurrently: one's file reads and hashing overlap another's program loads and uploads
+   * (probes still take the device one at a time). Models whose probe figures were stored have not
+   * run yet: warmUpPending() runs them once the worker serves.
+   */
   async loadAll(): Promise<void> {
     this.starting = true;
     try {
-      for (const b of discoverBundles(this.repository)) {
-        await this.loadFromDir(b.name, b.dir, { throwOnError: false });
-      }
+      await Promise.all(
+        discoverBundles(this.repository).map((b) => this.loadFromDir(b.name, b.dir, { throwOnError: false })),
+      );
     } finally {
       this.starting = false;
     }
     this.resolveBudget("startup");
+  }
+
+  /**
+   * Runs each loaded model that has not run yet once (stored probe figures skipped its probe),
+   * beside the requests: a first request then finds the device's one-time initialisation done.
+   */
+  warmUpPending(): Promise<void> {
+    const run = async () => {
+      for (const m of this.models()) {
+        if (this.draining) return;
+        if (m.isWarm() || m.isRetired()) continue;
+        try {
+          const ms = await m.warmUp();
+          this.log.info("model warmed up", { model: m.name, ms: round1(ms) });
+        } catch (err) {
+          if (!this.draining) this.log.warn("warm-up failed", { model: m.name, error: asXlaserveError(err).message });
+        }
+      }
+    };
+    this.warming = run();
+    return this.warming;
   }
 
   /** Current model versions (for tests and the CLI). */
@@ -252,6 +282,7 @@ export class ModelRegistry implements ModelRegistryView {
   /** SIGTERM: stop accepting, drain every model, free device memory. */
   async shutdown(): Promise<void> {
     this.draining = true;
+    await this.warming; // stops after the run in progress
     const err = new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");
     const current = this.models();
     for (const m of current) m.retire(null, err);
@@ -317,11 +348,14 @@ export class ModelRegistry implements ModelRegistryView {
         pinnedBytes: budget.pinnedBytes,
         onDemandBytes: budget.onDemandBytes,
         pinnedOverCommit: budget.pinnedOverCommit,
+        // Scratch figures: measured by a probe now, or stored by an earlier probe of the same programs.
+        figures: `${models.filter((x) => x.probe?.source === "measured").length} measured, ${models.filter((x) => x.probe?.source === "stored").length} stored`,
         models: models.map((x) => ({
           name: x.name,
           residency: x.residency,
           weightBytes: x.weightBytes,
           scratchBytes: x.scratchBytes,
+          figures: x.probe?.source ?? "none",
         })),
         summary: `pool ${formatBytes(budget.poolBytes)} = min(${budget.fraction} x ${formatBytes(budget.limitBytes)}, (1 - ${budget.wiggle}) x ${formatBytes(budget.limitBytes)} - ${formatBytes(budget.maxScratchBytes)} scratch); on-demand ${formatBytes(budget.onDemandBytes)} after ${formatBytes(budget.pinnedBytes)} pinned`,
       });
@@ -371,15 +405,27 @@ export class ModelRegistry implements ModelRegistryView {
     }
     const programs = new Map<BundleModule, LoadedProgram>();
     let model: RuntimeModel | null = null;
+    // Where the load's time goes (the "model loaded" line): bundle read and hashing, programs
+    // (compile or cache load), the private host copy of the weights, weight upload, probe, warm-up.
+    const phases = { readMs: 0, programsMs: 0, hostWeightsMs: 0, uploadMs: 0, probeMs: 0, warmUpMs: 0 };
+    let lap = performance.now();
+    const mark = (phase: keyof typeof phases) => {
+      const now = performance.now();
+      phases[phase] += now - lap;
+      lap = now;
+    };
     try {
       const bundle = await loadBundle(dir);
+      mark("readMs");
       for (const module of bundle.modules) {
         // Shared with requests, exclusive of probes: compile scratch never lands in a probe's peak.
         const program = await this.deviceLock.shared(() => this.options.programs(bundle, module));
         programs.set(module, program);
         this.options.hooks?.programLoaded?.(name, program);
       }
+      mark("programsMs");
       const hostWeights: HostTensor[] = bundle.weights.argumentOrder.map((w) => copyTensor(bundle.weights.tensor(w)));
+      mark("hostWeightsMs");
       const weightBytes = hostWeights.reduce((a, t) => a + t.data.byteLength, 0);
       const residency = this.residencyFor(name);
 
@@ -417,8 +463,32 @@ export class ModelRegistry implements ModelRegistryView {
         loadMs: 0,
       });
       model.budgetInfo = () => this.budgetExtra();
+      mark("programsMs");
       await model.registerWeights();
-      const probe = await model.runProbe(); // also the warm-up: every program has run once
+      mark("uploadMs");
+      // Figures an earlier probe of these very programs measured stand in for the probe; else
+      // probe now (rule 5: the peak is reset before each run) and store what it measured.
+      const figures = this.options.probeFigures;
+      const stored = figures ? storedFigures(model, figures) : null;
+      let probe: ProbeResult;
+      if (stored) {
+        probe = model.useStoredFigures(stored);
+        // A reload swaps in warm; at start the warm-up runs once the worker serves (warmUpPending).
+        if (!this.starting) {
+          await model.warmUp();
+          mark("warmUpMs");
+        }
+      } else {
+        probe = await model.runProbe(); // also the warm-up: every program has run once
+        mark("probeMs");
+        if (figures) {
+          try {
+            storeFigures(model, figures);
+          } catch (err) {
+            this.log.warn("probe figures not stored", { model: name, error: asXlaserveError(err).message });
+          }
+        }
+      }
 
       // Re-check with this model's measured scratch included.
       const after = this.budgetFor([...others, model]);
@@ -451,10 +521,13 @@ export class ModelRegistry implements ModelRegistryView {
           cache: r.outcome,
           ms: Math.round((r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs) * 10) / 10,
         })),
+        phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round1(v)])),
         residency,
         weightBytes,
         scratchBytes: probe.scratchBytes,
-        memory: `weights ${formatBytes(weightBytes)}, scratch ${formatBytes(probe.scratchBytes)}`,
+        figures: probe.source,
+        warm: model.isWarm(),
+        memory: `weights ${formatBytes(weightBytes)}, scratch ${formatBytes(probe.scratchBytes)} (${probe.source})`,
       });
       if (!this.starting) this.resolveBudget(old ? "replace" : "load");
       if (old) {
@@ -508,4 +581,8 @@ export class ModelRegistry implements ModelRegistryView {
 /** A private host copy of a weight tensor (the bundle's mapping may change under a reload). */
 function copyTensor(t: HostTensor): HostTensor {
   return { dtype: t.dtype, shape: [...t.shape], data: t.data.slice() };
+}
+
+function round1(ms: number): number {
+  return Math.round(ms * 10) / 10;
 }

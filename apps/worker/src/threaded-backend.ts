@@ -28,6 +28,13 @@ export interface ThreadedBackendSpec {
   readonly args?: unknown;
 }
 
+interface Reply {
+  id: number;
+  ok: boolean;
+  value?: unknown;
+  error?: { code: string; message: string; details: Record<string, unknown> };
+}
+
 interface Pending {
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
@@ -93,25 +100,28 @@ export class ThreadedBackend implements AbstractBackend {
   private info: { name: BackendName; identity: BackendIdentity; devices: DeviceInfo[] } | null = null;
   private closed = false;
   private failure: XlaserveError | null = null;
+  private outbox: Record<string, unknown>[] = [];
+  private outboxTransfer: ArrayBuffer[] = [];
+  /** A batch is with the engine thread (its answer not back yet). */
+  private inFlight = false;
 
   private constructor() {
     this.worker = new Worker(new URL("./engine-thread.ts", import.meta.url).href);
     this.worker.onmessage = (event: MessageEvent) => {
-      const msg = event.data as {
-        id: number;
-        ok: boolean;
-        value?: unknown;
-        error?: { code: string; message: string; details: Record<string, unknown> };
-        stats: MemoryStats | null;
-      };
-      if (msg.stats) this.stats = msg.stats;
-      const p = this.pending.get(msg.id);
-      if (!p) return;
-      this.pending.delete(msg.id);
-      if (msg.ok) p.resolve(msg.value);
-      else {
-        const e = msg.error ?? { code: "INTERNAL", message: "engine thread error", details: {} };
-        p.reject(new XlaserveError(e.code as XlaserveError["code"], e.message, e.details));
+      const batch = event.data as { replies: Reply[]; stats: MemoryStats | null };
+      if (batch.stats) this.stats = batch.stats;
+      this.inFlight = false;
+      // Settle after sending what queued meanwhile: the engine starts on it while these resolve.
+      this.flush();
+      for (const msg of batch.replies) {
+        const p = this.pending.get(msg.id);
+        if (!p) continue;
+        this.pending.delete(msg.id);
+        if (msg.ok) p.resolve(msg.value);
+        else {
+          const e = msg.error ?? { code: "INTERNAL", message: "engine thread error", details: {} };
+          p.reject(new XlaserveError(e.code as XlaserveError["code"], e.message, e.details));
+        }
       }
     };
     this.worker.onerror = (event) => {
@@ -141,7 +151,7 @@ export class ThreadedBackend implements AbstractBackend {
   /** Fire-and-forget (ordered with the calls around it). */
   post(op: string, payload: Record<string, unknown> = {}): void {
     if (this.closed) return;
-    this.worker.postMessage({ id: 0, op, ...payload });
+    this.send({ id: 0, op, ...payload }, []);
   }
 
   call(op: string, payload: Record<string, unknown> = {}, transfer: ArrayBuffer[] = []): Promise<unknown> {
@@ -150,8 +160,30 @@ export class ThreadedBackend implements AbstractBackend {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, op, ...payload }, transfer);
+      this.send({ id, op, ...payload }, transfer);
     });
+  }
+
+  /**
+   * Messages go in batches, in order: at most one batch is with the engine at a time, and what is
+   * called meanwhile waits here and leaves as one message when its answer comes back. Idle, a call
+   * leaves at once; under load one postMessage and one thread wake-up serve several requests (the
+   * engine runs them one at a time either way, each on its own program, so answers are unchanged).
+   */
+  private send(msg: Record<string, unknown>, transfer: ArrayBuffer[]): void {
+    this.outbox.push(msg);
+    for (const t of transfer) this.outboxTransfer.push(t);
+    if (!this.inFlight) this.flush();
+  }
+
+  private flush(): void {
+    if (this.inFlight || this.outbox.length === 0 || this.closed) return;
+    const calls = this.outbox;
+    const transfer = this.outboxTransfer;
+    this.outbox = [];
+    this.outboxTransfer = [];
+    this.inFlight = true;
+    this.worker.postMessage({ calls }, transfer);
   }
 
   get name(): BackendName {

@@ -16,6 +16,14 @@ export function pluginFileHash(path: string): string {
 }
 
 /** "cuda", "rocm", "tpu", "cpu": the platform name PJRT reports, lower-cased. */
+/**
+ * Supplies a plugin file's hash known from an earlier start (the worker remembers it per file
+ * identity), so the identity need not read the whole plugin again.
+ */
+export function rememberPluginFileHash(path: string, hash: string): void {
+  fileHashes.set(path, hash);
+}
+
 export function platformOf(platformName: string): string {
   const name = platformName.toLowerCase();
   if (name === "gpu" || name.includes("cuda")) return "cuda";

@@ -8,3 +8,4 @@ export { VERIFIED_LAYOUTS, LAYOUT_0_113 } from "./abi/slots.ts";
 export { PjrtBuffer } from "./runtime/buffer.ts";
 export { PjrtExecutable } from "./runtime/executable.ts";
 export type { NamedOption } from "./runtime/named-values.ts";
+export { pluginFileHash, rememberPluginFileHash } from "./identity.ts";

@@ -100,7 +100,7 @@ class ReactantExecutable implements Executable {
  * and run by the engine's kernels. "Device" memory is host memory; the arena counts it.
  */
 export function createReactantBackend(options: ReactantBackendOptions = {}): AbstractBackend {
-  const arena = new Arena();
+  const arena = new Arena({ pool: true });
   let disposed = false;
   const alive = () => {
     if (disposed) throw new XlaserveError("DISPOSED", "the reactant backend was disposed");
@@ -152,6 +152,8 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
     async download(buffer: DeviceBuffer): Promise<HostTensor> {
       alive();
       const b = asBuffer(buffer);
+      // Its storage may already serve another run (the arena recycles released buffers).
+      if (b.isDisposed) throw new XlaserveError("DISPOSED", "the buffer was disposed");
       return { dtype: b.dtype, shape: [...b.value.shape], data: b.value.data.slice() as HostTensor["data"] };
     },
 
@@ -229,6 +231,7 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
     resetPeakMemory: () => arena.resetPeak(),
     async dispose(): Promise<void> {
       disposed = true;
+      arena.clearPool();
     },
   };
 }

@@ -8,6 +8,7 @@ import { entryName, optionsHash } from "./entry-key.ts";
 import { type BundleRef, IndexStore } from "./index-store.ts";
 import { EntryResolver } from "./entry-resolver.ts";
 import { KeyedMutex } from "./keyed-mutex.ts";
+import { type StoredProbeFigures, readProbeFigures, writeProbeFigures } from "./probe-figures.ts";
 import { CACHE_DIR, entryPath } from "./layout.ts";
 import { type CacheCounters, emptyCounters } from "./metrics.ts";
 import { canonicalIdentity, partitionName } from "./partition.ts";
@@ -173,6 +174,18 @@ export class ProgramCache {
     this.counters.evictions += report.removed.length;
     this.#refreshTotals();
     return report;
+  }
+
+  /** The memory probe's stored figures for a program entry, or null (none, or another identity). */
+  probeFigures(entryPath: string, identity: string): StoredProbeFigures | null {
+    this.#assertOpen();
+    return readProbeFigures(this.#store.db, entryPath, identity);
+  }
+
+  /** Records a program's measured probe figures (replacing older ones). */
+  storeProbeFigures(entryPath: string, figures: StoredProbeFigures & { identity: string }): void {
+    this.#assertOpen();
+    writeProbeFigures(this.#store.db, entryPath, figures);
   }
 
   close(): void {

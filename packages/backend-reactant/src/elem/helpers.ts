@@ -14,6 +14,7 @@ import {
   nextAfter,
   reducePrecision,
 } from "../kernels/special.ts";
+import { maxFloat, minFloat, relu } from "./branchless.ts";
 import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16, roundBf16, roundF16 } from "./float16.ts";
 
 /** Round half to even for any finite number (round_nearest_even). */
@@ -139,4 +140,7 @@ export const HELPERS = {
   reducePrecision,
   coshF32,
   sinhF32,
+  maxFloat,
+  minFloat,
+  relu,
 };

@@ -172,7 +172,7 @@ export function clampKernel(): Kernel {
     const t = types[1] as ElemType;
     if (isComplexType(t)) throw unsupported("clamp", "clamp on complex numbers");
     if (domainOf(t) === "float") {
-      return makeElementwise("clamp", types, t, ([lo, x, hi]) => `Math.min(Math.max(${x}, ${lo}), ${hi})`);
+      return makeElementwise("clamp", types, t, ([lo, x, hi]) => `H.minFloat(H.maxFloat(${x}, ${lo}), ${hi})`);
     }
     return makeElementwise("clamp", types, t, ([lo, x, hi]) => {
       const m = `(${x} > ${lo} ? ${x} : ${lo})`;

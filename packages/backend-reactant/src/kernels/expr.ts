@@ -104,9 +104,9 @@ export function binaryExpr(op: string, t: ElemType, a: string, b: string): strin
       case "remainder":
         return `(${a} % ${b})`;
       case "maximum":
-        return `Math.max(${a}, ${b})`;
+        return `H.maxFloat(${a}, ${b})`;
       case "minimum":
-        return `Math.min(${a}, ${b})`;
+        return `H.minFloat(${a}, ${b})`;
       case "power":
         return `H.powFloat(${a}, ${b})`;
       case "atan2":

@@ -1,6 +1,7 @@
 import type { NDArray } from "../array.ts";
 import type { Attr, AttrObject, Op } from "../ir.ts";
 import { isTensorType } from "../ir.ts";
+import { takeData } from "../plan/arena.ts";
 import type { Kernel, KernelTools } from "../plan/program.ts";
 import { convolution } from "./heavy/convolution.ts";
 import { dotGeneral } from "./heavy/dot-general.ts";
@@ -67,7 +68,12 @@ export function convolutionKernel(op: Op): Kernel {
     batchGroupCount: Number(op.attrs.batch_group_count ?? 1),
   };
   const resultType = resultElem(op);
-  return ([lhs, rhs]) => [convolution(lhs as NDArray, rhs as NDArray, attrs, resultType ?? (lhs as NDArray).type)];
+  return ([lhs, rhs], frame) => {
+    const arena = frame.ctx.arena;
+    const alloc = (count: number, f64: boolean) =>
+      takeData(arena, f64 ? "f64" : "f32", count) as Float32Array | Float64Array;
+    return [convolution(lhs as NDArray, rhs as NDArray, attrs, resultType ?? (lhs as NDArray).type, alloc)];
+  };
 }
 
 function windowAttrs(op: Op) {

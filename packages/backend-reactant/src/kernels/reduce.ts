@@ -10,6 +10,7 @@ import {
 } from "../array.ts";
 import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16 } from "../elem/float16.ts";
 import { transpose } from "./layout.ts";
+import { reduceFloatRows } from "./reduce-rows.ts";
 
 /**
  * stablehlo.reduce. Elements are combined in index order (as XLA's CPU loops do), each step
@@ -114,6 +115,9 @@ function fastReduce(rows: NDArray, init: NDArray, outShape: number[], kind: Redu
       }
       o[k] = encode(acc);
     }
+    return { type, shape: outShape, data: out };
+  }
+  if ((type === "f32" || type === "f64") && reduceFloatRows(kind, src, out, K, R, start)) {
     return { type, shape: outShape, data: out };
   }
   // The accumulator is stored back into the typed array after each step, which rounds (f32)

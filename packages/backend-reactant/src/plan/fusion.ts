@@ -1,28 +1,10 @@
-import {
-  type ElemType,
-  type NDArray,
-  type TypedArray,
-  allocData,
-  elementCount,
-  isComplexType,
-  isFloatType,
-  strides,
-} from "../array.ts";
+import { type ElemType, type NDArray, type TypedArray, elementCount, strides } from "../array.ts";
 import { HELPERS } from "../elem/helpers.ts";
 import type { Op } from "../ir.ts";
 import { isTensorType } from "../ir.ts";
 import { BINARY_OPS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
-import {
-  binaryExpr,
-  compareExpr,
-  convertExpr,
-  domainOf,
-  hasFloatUnary,
-  loadExpr,
-  roundExpr,
-  storeStmt,
-  unaryExpr,
-} from "../kernels/expr.ts";
+import { takeData } from "./arena.ts";
+import { type Layout, type Node, chooseLayout, generate } from "./fused-codegen.ts";
 import type { Frame, Kernel, Step } from "./program.ts";
 import type { RtValue } from "./values.ts";
 
@@ -35,19 +17,9 @@ import type { RtValue } from "./values.ts";
  * run their original kernels one by one.
  */
 
-type Node =
-  | { kind: "leaf"; index: number }
-  | { kind: "op"; op: Op; children: Node[] }
-  | { kind: "broadcast"; op: Op; leaf: number };
-
-const SPECIAL: Record<string, string> = {
-  lgamma: "H.lgamma",
-  digamma: "H.digamma",
-  erf: "H.erf",
-  erfc: "H.erfc",
-  erf_inv: "H.erfInv",
-  bessel_i1e: "H.besselI1e",
-};
+function broadcastDims(op: Op): number[] {
+  return (op.attrs.broadcast_dimensions as number[]).map(Number);
+}
 
 function shortName(op: Op): string {
   return op.name.replace(/^(stablehlo|chlo)\./, "");
@@ -96,8 +68,24 @@ export function fuseSteps(
             absorbed.add(p);
             members.push(ps);
             size++;
-            leaves.push(ps.inputs[0] as number);
-            return { kind: "broadcast", op: ps.op, leaf: leaves.length - 1 };
+            let source = ps.inputs[0] as number;
+            let dims = broadcastDims(ps.op);
+            // A broadcast of a broadcast (JAX writes [C] -> [1,1,1,C] -> [N,H,W,C]) reads the
+            // first one's operand directly, so the small middle array is not made at run time.
+            const q = producer.get(source);
+            const qs = q === undefined ? undefined : steps[q];
+            if (qs && q !== undefined && !absorbed.has(q) && useCount.get(source) === 1) {
+              if (qs.op.name === "stablehlo.broadcast_in_dim") {
+                absorbed.add(q);
+                members.push(qs);
+                size++;
+                const outer = dims;
+                dims = broadcastDims(qs.op).map((a) => outer[a] as number);
+                source = qs.inputs[0] as number;
+              }
+            }
+            leaves.push(source);
+            return { kind: "broadcast", dims, leaf: leaves.length - 1 };
           }
         }
         leaves.push(slot);
@@ -128,16 +116,29 @@ export function fuseSteps(
   return { steps: outSteps, uses: outUses };
 }
 
-type Loop = (leaves: TypedArray[], out: TypedArray, shape: number[], st: number[][], h: typeof HELPERS) => void;
+type Generated = NonNullable<ReturnType<typeof generate>>;
+
+/** What one call's leaf types and shapes imply; reused while they stay the same. */
+interface Prepared {
+  readonly types: ElemType[];
+  readonly shapes: (readonly number[])[];
+  /** The storage of each leaf whose value was written into the code as a literal. */
+  readonly baked: (TypedArray | null)[];
+  readonly outShape: number[];
+  readonly count: number;
+  readonly strides: number[][];
+  readonly layout: Layout | null;
+  readonly compiled: Generated | null;
+}
 
 function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[]): Kernel {
   const rootType = root.resultTypes[root.resultTypes.length - 1];
   const staticShape = isTensorType(rootType) ? rootType.shape : [];
   const staticCount = elementCount(staticShape);
   const directLeaves = collectDirectLeaves(tree);
-  const cache = new Map<string, { loop: Loop; outType: ElemType } | null>();
-  return (args, frame) => {
-    const leaves = args as NDArray[];
+  const cache = new Map<string, Generated | null>();
+  let last: Prepared | null = null;
+  const prepare = (leaves: NDArray[], frame: Frame): Prepared => {
     // Regions evaluated over whole arrays (kernels/region.ts) run ops typed as scalars on
     // arrays: the values, not the printed type, give the shape then.
     let outShape = staticShape;
@@ -146,39 +147,69 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
       if (elementCount(l.shape) > staticCount) outShape = l.shape;
     }
     const stridesPerLeaf = leafStrides(tree, leaves, outShape);
-    const flat = flatPattern(stridesPerLeaf, outShape);
-    const key = `${leaves.map((l) => `${l.type}:${l.shape.length}`).join(",")}|${outShape.length}|${flat ?? "strided"}`;
+    const layout = chooseLayout(stridesPerLeaf, outShape);
+    // One-element constants of plain float types become literals in the generated code.
+    const baked = leaves.map((l, k) =>
+      frame.constant[leafSlots[k] as number] && (l.type === "f32" || l.type === "f64") && l.data.length === 1
+        ? l.data
+        : null,
+    );
+    const literals = baked.map((d) => (d ? (d[0] as number) : null));
+    const key = `${leaves.map((l) => `${l.type}:${l.shape.length}`).join(",")}|${outShape.length}|${layout?.classes.join("") ?? "strided"}|${literals.map((x) => (x === null ? "" : Object.is(x, -0) ? "-0" : String(x))).join(",")}`;
     let compiled = cache.get(key);
     if (compiled === undefined) {
-      compiled = generate(tree, leaves, outShape, flat);
+      compiled = generate(tree, leaves, outShape, layout, literals);
       cache.set(key, compiled);
     }
+    return {
+      types: leaves.map((l) => l.type),
+      shapes: leaves.map((l) => [...l.shape]),
+      baked,
+      outShape: [...outShape],
+      count: elementCount(outShape),
+      strides: stridesPerLeaf,
+      layout,
+      compiled,
+    };
+  };
+  return (args, frame) => {
+    const leaves = args as NDArray[];
+    let p = last;
+    if (p === null || !matches(p, leaves)) {
+      p = prepare(leaves, frame);
+      last = p;
+    }
+    const compiled = p.compiled;
     if (compiled === null) return fallback(members, leafSlots, leaves, frame);
-    const out = allocData(compiled.outType, elementCount(outShape));
+    const out = takeData(frame.ctx.arena, compiled.outType, p.count);
+    const layout = p.layout;
     compiled.loop(
-      leaves.map((l) => l.data),
+      leaves,
       out,
-      outShape,
-      stridesPerLeaf,
+      layout ? layout.outer : p.count,
+      layout ? layout.inner : 1,
+      p.outShape,
+      p.strides,
       HELPERS,
     );
-    return [{ type: compiled.outType, shape: [...outShape], data: out }];
+    return [{ type: compiled.outType, shape: [...p.outShape], data: out }];
   };
 }
 
-/**
- * When every leaf is either laid out like the output or a single broadcast element, the loop
- * can run flat over the elements (no odometer): "d" dense, "s" scalar per leaf. null otherwise.
- */
-function flatPattern(stridesPerLeaf: number[][], outShape: number[]): string | null {
-  const dense = strides(outShape);
-  let pattern = "";
-  for (const st of stridesPerLeaf) {
-    if (st.every((x) => x === 0)) pattern += "s";
-    else if (st.every((x, d) => x === dense[d] || (outShape[d] as number) === 1)) pattern += "d";
-    else return null;
+/** Whether this call's leaves have the types, shapes and baked constants `p` was made for. */
+function matches(p: Prepared, leaves: NDArray[]): boolean {
+  if (leaves.length !== p.types.length) return false;
+  for (let k = 0; k < leaves.length; k++) {
+    const l = leaves[k] as NDArray;
+    const baked = p.baked[k];
+    if (l.type !== p.types[k] || (baked !== null && l.data !== baked)) return false;
+    const a = l.shape;
+    const b = p.shapes[k] as readonly number[];
+    if (a === b) continue;
+    if (a.length !== b.length) return false;
+    for (let d = 0; d < a.length; d++) if (a[d] !== b[d]) return false;
   }
-  return pattern;
+  return true;
 }
 
 function collectDirectLeaves(tree: Node): number[] {
@@ -219,7 +250,7 @@ function leafStrides(tree: Node, leaves: NDArray[], outShape: number[]): number[
   const visit = (n: Node) => {
     if (n.kind === "broadcast") {
       const leaf = leaves[n.leaf] as NDArray;
-      const dims = (n.op.attrs.broadcast_dimensions as number[]).map(Number);
+      const dims = n.dims;
       const inStrides = strides(leaf.shape);
       const st = outShape.map(() => 0);
       dims.forEach((d, i) => {
@@ -230,114 +261,4 @@ function leafStrides(tree: Node, leaves: NDArray[], outShape: number[]): number[
   };
   visit(tree);
   return out;
-}
-
-/** Generates the loop; null when some node's types are outside the generator. */
-function generate(
-  tree: Node,
-  leaves: NDArray[],
-  outShape: number[],
-  flat: string | null,
-): { loop: Loop; outType: ElemType } | null {
-  if (leaves.some((l) => isComplexType(l.type) || l.type.startsWith("f8"))) return null;
-  const lines: string[] = [];
-  let counter = 0;
-  const emit = (n: Node): { code: string; type: ElemType } | null => {
-    if (n.kind === "leaf" || n.kind === "broadcast") {
-      const index = n.kind === "leaf" ? n.index : n.leaf;
-      const type = (leaves[index] as NDArray).type;
-      const name = `v${counter++}`;
-      lines.push(`const ${name} = ${loadExpr(type, `L${index}`, `p${index}`)};`);
-      return { code: name, type };
-    }
-    const kids: { code: string; type: ElemType }[] = [];
-    for (const c of n.children) {
-      const k = emit(c);
-      if (!k) return null;
-      kids.push(k);
-    }
-    const r = opExpr(n.op, kids);
-    if (!r) return null;
-    const name = `v${counter++}`;
-    lines.push(`const ${name} = ${roundExpr(r.type, r.code)};`);
-    return { code: name, type: r.type };
-  };
-  const root = emit(tree);
-  if (!root) return null;
-  const rank = outShape.length;
-  const body = `${lines.join("\n")}\n${storeStmt(root.type, "out", "w", root.code)}\nw++;`;
-  const decl = leaves.map((_, k) => `const L${k} = leaves[${k}]; const s${k} = st[${k}]; let b${k} = 0;`).join("\n");
-  let source: string;
-  if (rank === 0) {
-    source = `${decl}\nlet w = 0;\n${leaves.map((_, k) => `const p${k} = 0;`).join("\n")}\n${body}`;
-  } else if (flat !== null) {
-    const ptrs = leaves.map((_, k) => `const p${k} = ${flat[k] === "s" ? "0" : "w"};`).join("\n");
-    source = `${decl}\nconst total = out.length / ${isComplexType(root.type) ? 2 : 1};\nfor (let w = 0; w < total; ) {\n${ptrs}\n${body}\n}`;
-  } else {
-    const inner = leaves.map((_, k) => `const i${k} = s${k}[${rank - 1}];`).join("\n");
-    const ptrs = leaves.map((_, k) => `const p${k} = b${k} + j * i${k};`).join("\n");
-    // odometer over the outer axes
-    const advance = leaves.map((_, k) => `b${k} += s${k}[d];`).join(" ");
-    const rewind = leaves.map((_, k) => `b${k} -= s${k}[d] * shape[d];`).join(" ");
-    source = `${decl}
-${inner}
-const n = shape[${rank - 1}];
-const idx = new Int32Array(${Math.max(rank - 1, 1)});
-let w = 0;
-const total = shape.reduce((a, b) => a * b, 1);
-if (total === 0) return;
-for (;;) {
-  for (let j = 0; j < n; j++) {
-    ${ptrs}
-    ${body}
-  }
-  let d = ${rank - 2};
-  for (; d >= 0; d--) {
-    idx[d]++; ${advance}
-    if (idx[d] < shape[d]) break;
-    ${rewind} idx[d] = 0;
-  }
-  if (d < 0) break;
-}`;
-  }
-  const loop = new Function("leaves", "out", "shape", "st", "H", source) as Loop;
-  return { loop, outType: root.type };
-}
-
-function opExpr(op: Op, kids: { code: string; type: ElemType }[]): { code: string; type: ElemType } | null {
-  const n = shortName(op);
-  const [a, b, c] = kids;
-  if (!a) return null;
-  const t = a.type;
-  if (BINARY_OPS.has(n) && b) return { code: binaryExpr(n, t, a.code, b.code), type: t };
-  if (UNARY_OPS.has(n)) {
-    if (n === "is_finite") return { code: `Number.isFinite(${a.code})`, type: "i1" };
-    const special = SPECIAL[n];
-    if (special) return isFloatType(t) ? { code: `${special}(${a.code})`, type: t } : null;
-    if ((n === "sinh" || n === "cosh") && t !== "f64") return { code: `H.${n}F32(${a.code})`, type: t };
-    if (isFloatType(t) && !hasFloatUnary(n)) return null;
-    return { code: unaryExpr(n, t, a.code), type: t };
-  }
-  switch (n) {
-    case "compare": {
-      if (op.attrs.compare_type === "TOTALORDER" && isFloatType(t)) return null;
-      if (!b) return null;
-      return { code: compareExpr(String(op.attrs.comparison_direction ?? "EQ"), a.code, b.code), type: "i1" };
-    }
-    case "select":
-      return b && c ? { code: `(${a.code} ? ${b.code} : ${c.code})`, type: b.type } : null;
-    case "clamp": {
-      if (!b || !c) return null;
-      if (domainOf(b.type) === "float")
-        return { code: `Math.min(Math.max(${b.code}, ${a.code}), ${c.code})`, type: b.type };
-      const m = `(${b.code} > ${a.code} ? ${b.code} : ${a.code})`;
-      return { code: `(${m} < ${c.code} ? ${m} : ${c.code})`, type: b.type };
-    }
-    case "convert": {
-      const r = op.resultTypes[op.resultTypes.length - 1];
-      if (!isTensorType(r) || isComplexType(r.elem)) return null;
-      return { code: convertExpr(t, r.elem, a.code), type: r.elem };
-    }
-  }
-  return null;
 }

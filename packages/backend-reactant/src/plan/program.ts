@@ -103,6 +103,7 @@ export class CompiledFunction {
       return results;
     } finally {
       for (let s = 0; s < env.length; s++) if (!constant[s] && env[s] !== undefined) clearSlot(frame, s);
+      if (ctx.arena.depth === 0) ctx.arena.flush();
     }
   }
 }
@@ -135,29 +136,41 @@ function clearSlot(frame: Frame, slot: number): void {
 /** Runs a block in a frame: binds its arguments, runs its steps, returns its results. */
 export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[] {
   const { env } = frame;
-  for (let i = 0; i < block.argSlots.length; i++) setSlot(frame, block.argSlots[i] as number, args[i]);
-  for (const step of block.steps) {
-    const ins = new Array<RtValue>(step.inputs.length);
-    for (let i = 0; i < ins.length; i++) ins[i] = env[step.inputs[i] as number] as RtValue;
-    let outs: RtValue[];
+  const arena = frame.ctx.arena;
+  // Only between steps of the outermost block is no kernel holding arrays it got uncounted,
+  // so only there may released buffers return to the arena's pool (arena.ts).
+  const outermost = arena.depth === 0;
+  arena.depth++;
+  try {
+    for (let i = 0; i < block.argSlots.length; i++) setSlot(frame, block.argSlots[i] as number, args[i]);
     const profile = frame.ctx.profile;
-    const start = profile ? performance.now() : 0;
-    try {
-      outs = step.kernel(ins, frame);
-    } catch (e) {
-      throw stepError(step.op, e);
+    for (const step of block.steps) {
+      const ins = new Array<RtValue>(step.inputs.length);
+      for (let i = 0; i < ins.length; i++) ins[i] = env[step.inputs[i] as number] as RtValue;
+      let outs: RtValue[];
+      const start = profile ? performance.now() : 0;
+      try {
+        outs = step.kernel(ins, frame);
+      } catch (e) {
+        throw stepError(step.op, e);
+      }
+      if (profile) record(profile, step.label ?? step.op.name, performance.now() - start);
+      for (let i = 0; i < step.outputs.length; i++) setSlot(frame, step.outputs[i] as number, outs[i]);
+      for (const s of step.frees) if (!frame.constant[s]) clearSlot(frame, s);
+      if (outermost) arena.flush();
     }
-    if (profile) {
-      const name = step.label ?? step.op.name;
-      const entry = profile.get(name) ?? { ms: 0, count: 0 };
-      entry.ms += performance.now() - start;
-      entry.count++;
-      profile.set(name, entry);
-    }
-    for (let i = 0; i < step.outputs.length; i++) setSlot(frame, step.outputs[i] as number, outs[i]);
-    for (const s of step.frees) if (!frame.constant[s]) clearSlot(frame, s);
+    return block.resultSlots.map((s) => env[s] as RtValue);
+  } finally {
+    arena.depth--;
   }
-  return block.resultSlots.map((s) => env[s] as RtValue);
+}
+
+function record(profile: Map<string, OpTime>, name: string, ms: number): void {
+  const entry = profile.get(name);
+  if (entry) {
+    entry.ms += ms;
+    entry.count++;
+  } else profile.set(name, { ms, count: 1 });
 }
 
 function stepError(op: Op, e: unknown): XlaserveError {

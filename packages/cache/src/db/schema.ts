@@ -40,3 +40,23 @@ export const cacheBundles = sqliteTable("cache_bundles", {
 
 export type CacheEntryRow = typeof cacheEntries.$inferSelect;
 export type NewCacheEntryRow = typeof cacheEntries.$inferInsert;
+
+/**
+ * The memory probe's figures per program entry (issue 5): a warm start whose programs all load
+ * from the cache resolves the weight budget from these instead of running every program again.
+ * `identity` names what the figures were measured with (partition, entry, input shapes, weight
+ * bytes); figures whose identity differs are ignored and re-measured. Not derived from the entry
+ * files: a lost row only costs one probe.
+ */
+export const probeFigures = sqliteTable("probe_figures", {
+  /** The program entry's path (as cache_entries.path). */
+  entryPath: text("entry_path").primaryKey(),
+  identity: text("identity").notNull(),
+  /** Run scratch: peak minus what was resident before the run. */
+  scratchBytes: integer("scratch_bytes").notNull(),
+  weightBytes: integer("weight_bytes").notNull(),
+  /** Milliseconds since the epoch. */
+  measuredAt: integer("measured_at").notNull(),
+});
+
+export type ProbeFiguresRow = typeof probeFigures.$inferSelect;

@@ -53,8 +53,7 @@ export class InferService {
     const seconds = (performance.now() - start) / 1000;
     const { metrics, logger } = this.options;
     const status = String(response.status);
-    metrics.requests.inc({ model: label, status });
-    metrics.requestLatency.observe({ model: label }, seconds);
+    metrics.requestDone(label, status, seconds);
     if (failure !== undefined) {
       logger.warn("infer failed", {
         model: modelName,

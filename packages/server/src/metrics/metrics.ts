@@ -106,6 +106,44 @@ export class Metrics {
   private readonly scrapeHooks: Array<() => void | Promise<void>> = [];
 
   /**
+   * Per-label series handles, looked up once: prom-client hashes the label object on every
+   * inc/observe/set otherwise, several times per request.
+   */
+  private readonly requestSeries = new Map<string, { done: { inc(): void }; latency: { observe(v: number): void } }>();
+  private readonly queueSeries = new Map<string, { set(v: number): void }>();
+  private readonly computeSeries = new Map<string, { inc(v: number): void }>();
+
+  /** One answered infer request: worker_requests_total and worker_request_latency_seconds. */
+  requestDone(model: string, status: string, seconds: number): void {
+    const key = `${model}\u0000${status}`;
+    let s = this.requestSeries.get(key);
+    if (!s) {
+      s = { done: this.requests.labels({ model, status }), latency: this.requestLatency.labels({ model }) };
+      this.requestSeries.set(key, s);
+    }
+    s.done.inc();
+    s.latency.observe(seconds);
+  }
+
+  setQueueDepth(model: string, depth: number): void {
+    let g = this.queueSeries.get(model);
+    if (!g) {
+      g = this.queueDepth.labels({ model });
+      this.queueSeries.set(model, g);
+    }
+    g.set(depth);
+  }
+
+  addComputeSeconds(model: string, seconds: number): void {
+    let c = this.computeSeries.get(model);
+    if (!c) {
+      c = this.computeSeconds.labels({ model });
+      this.computeSeries.set(model, c);
+    }
+    c.inc(seconds);
+  }
+
+  /**
    * Runs `hook` before each scrape, so values that are cheap to read but costly to push on
    * every change (device memory) can be sampled when Prometheus asks.
    */

@@ -30,12 +30,18 @@ const OP = "convolution";
 /** im2col rows are produced in chunks of about this many elements to bound scratch memory. */
 const CHUNK_ELEMENTS = 1 << 20;
 
+/** Allocates a float result buffer (the engine passes its arena's pool); contents may be stale. */
+export type FloatAlloc = (count: number, f64: boolean) => Float32Array | Float64Array;
+
+const freshFloats: FloatAlloc = (count, f64) => (f64 ? new Float64Array(count) : new Float32Array(count));
+
 /** convolution(lhs, rhs) with the given attributes; `resultType` defaults to the lhs type. */
 export function convolution(
   lhs: NDArray,
   rhs: NDArray,
   attrs: ConvAttributes,
   resultType: ElemType = lhs.type,
+  allocFloats: FloatAlloc = freshFloats,
 ): NDArray {
   const g = convGeometry(lhs, rhs, attrs);
   if (product(g.resultShape) === 0) return alloc(resultType, g.resultShape);
@@ -57,7 +63,7 @@ export function convolution(
       | Float64Array;
     const kernelData = canonical(inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), rhs, rhsPerm, 1);
     const kernel = reverseAxes(kernelData, kernelShape, reversedAxes) as Float32Array | Float64Array;
-    outCanonical = floatConvolution(g, input, kernel);
+    outCanonical = floatConvolution(g, input, kernel, allocFloats);
   } else {
     const slots = slotsPerElement(lhs.type);
     const input = canonical(lhs.data, lhs, lhsPerm, slots);
@@ -97,15 +103,35 @@ function isPointwise(g: ConvGeometry): boolean {
   return true;
 }
 
+/**
+ * im2col scratch, kept between calls: allocating (and first touching) a few MB per layer costs
+ * about as much as filling it. Safe to share: kernels run one at a time on this thread and the
+ * GEMM that reads it returns before the next fill.
+ */
+let colF32 = new Float32Array(0);
+let colF64 = new Float64Array(0);
+
+function colScratch(f64: boolean, length: number): Float32Array | Float64Array {
+  if (f64) {
+    if (colF64.length < length) colF64 = new Float64Array(length);
+    return colF64;
+  }
+  if (colF32.length < length) colF32 = new Float32Array(length);
+  return colF32;
+}
+
 function floatConvolution(
   g: ConvGeometry,
   input: Float32Array | Float64Array,
   kernel: Float32Array | Float64Array,
+  allocFloats: FloatAlloc,
 ): Float32Array | Float64Array {
   const positions = product(g.outSpatial);
   const taps = product(g.kernelSpatial);
   const depth = taps * g.groupInChannels;
-  const out = sameKind(input, g.outBatch * positions * g.outChannels);
+  const f64 = input instanceof Float64Array;
+  // Every element is written by a GEMM with beta = 0 below, so stale contents do not matter.
+  const out = allocFloats(g.outBatch * positions * g.outChannels, f64);
   const O = g.outChannels;
   if (isPointwise(g)) {
     // A 1x1 stride-1 convolution is a plain matrix product over the input as stored, and the
@@ -134,7 +160,7 @@ function floatConvolution(
   }
   const tables = tapTables(g);
   const rowsPerChunk = Math.max(1, Math.min(positions, Math.floor(CHUNK_ELEMENTS / Math.max(1, depth))));
-  const col = sameKind(input, rowsPerChunk * depth);
+  const col = colScratch(f64, rowsPerChunk * depth);
   for (let group = 0; group < g.groups; group++) {
     for (let n = 0; n < g.outBatch; n++) {
       const src = groupSource(g, group, n);

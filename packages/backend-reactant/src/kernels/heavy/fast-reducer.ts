@@ -7,6 +7,7 @@
  */
 import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
 import { type ElemType, type ReducerKind, type TypedArray, isBigIntType, isIntegerType } from "../../array.ts";
+import { maxFloat, minFloat } from "../../elem/branchless.ts";
 
 export type RawCombine = (target: TypedArray, i: number, source: TypedArray, j: number) => void;
 
@@ -20,9 +21,9 @@ function numberOp(kind: ReducerKind, integer: boolean): NumberOp | null {
     case "mul":
       return integer ? Math.imul : (a, b) => a * b;
     case "max":
-      return Math.max;
+      return integer ? Math.max : maxFloat;
     case "min":
-      return Math.min;
+      return integer ? Math.min : minFloat;
     case "and":
       return integer ? (a, b) => a & b : null;
     case "or":

@@ -17,6 +17,7 @@ import {
 import { type ScalarReader, scalarReader, scalarWriter } from "./element-io.ts";
 import { invalid } from "./errors.ts";
 import { bitExact } from "./permute.ts";
+import { poolNhwc } from "./pool-nhwc.ts";
 import { batchedRegionReduce } from "./reduce-window-batched.ts";
 import { type SpanCombine, spanCombiner } from "./span-reducer.ts";
 import {
@@ -49,7 +50,13 @@ export function reduceWindow(
   const g = windowGeometry(OP, first.shape, attrs);
   const results = initValues.map((init) => filledWith(init, g.outShape));
   if (elementCount(g.outShape) === 0) return results;
-  const fast = inputs.length === 1 ? spanCombiner(body.reducer, first.type) : null;
+  const kind = body.reducer;
+  const pooled =
+    inputs.length === 1 &&
+    (kind === "max" || kind === "min") &&
+    poolNhwc(g, first.data, (results[0] as NDArray).data, kind);
+  const fast = inputs.length === 1 && !pooled ? spanCombiner(body.reducer, first.type) : null;
+  if (pooled) return results;
   if (fast) fastReduce(g, first, results[0] as NDArray, fast);
   else if (elementCount(g.outShape) >= BATCHED_MIN_OUTPUTS) batchedRegionReduce(g, inputs, results, body);
   else regionReduce(g, inputs, results, body);

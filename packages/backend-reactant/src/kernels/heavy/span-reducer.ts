@@ -2,9 +2,11 @@
  * Run-length versions of the fast reducers: out[o..o+n) = op(out[o..o+n), in[i..i+n)). Each
  * float type and op gets its own small function so the JIT sees one array class per loop
  * (one shared loop over TypedArray would be megamorphic and several times slower); other
- * types fall back to the per-element RawCombine.
+ * types fall back to the per-element RawCombine. max / min are branch-free (elem/branchless.ts):
+ * pooling windows over ReLU outputs make Math.max's branch mispredict about half the time.
  */
 import type { ElemType, ReducerKind, TypedArray } from "../../array.ts";
+import { maxFloat, minFloat } from "../../elem/branchless.ts";
 import { rawCombiner } from "./fast-reducer.ts";
 
 export type SpanCombine = (
@@ -19,10 +21,10 @@ function addF32(out: Float32Array, o: number, input: Float32Array, i: number, n:
   for (let c = 0; c < n; c++) out[o + c] = (out[o + c] as number) + (input[i + c] as number);
 }
 function maxF32(out: Float32Array, o: number, input: Float32Array, i: number, n: number): void {
-  for (let c = 0; c < n; c++) out[o + c] = Math.max(out[o + c] as number, input[i + c] as number);
+  for (let c = 0; c < n; c++) out[o + c] = maxFloat(out[o + c] as number, input[i + c] as number);
 }
 function minF32(out: Float32Array, o: number, input: Float32Array, i: number, n: number): void {
-  for (let c = 0; c < n; c++) out[o + c] = Math.min(out[o + c] as number, input[i + c] as number);
+  for (let c = 0; c < n; c++) out[o + c] = minFloat(out[o + c] as number, input[i + c] as number);
 }
 function mulF32(out: Float32Array, o: number, input: Float32Array, i: number, n: number): void {
   for (let c = 0; c < n; c++) out[o + c] = (out[o + c] as number) * (input[i + c] as number);
@@ -31,10 +33,10 @@ function addF64(out: Float64Array, o: number, input: Float64Array, i: number, n:
   for (let c = 0; c < n; c++) out[o + c] = (out[o + c] as number) + (input[i + c] as number);
 }
 function maxF64(out: Float64Array, o: number, input: Float64Array, i: number, n: number): void {
-  for (let c = 0; c < n; c++) out[o + c] = Math.max(out[o + c] as number, input[i + c] as number);
+  for (let c = 0; c < n; c++) out[o + c] = maxFloat(out[o + c] as number, input[i + c] as number);
 }
 function minF64(out: Float64Array, o: number, input: Float64Array, i: number, n: number): void {
-  for (let c = 0; c < n; c++) out[o + c] = Math.min(out[o + c] as number, input[i + c] as number);
+  for (let c = 0; c < n; c++) out[o + c] = minFloat(out[o + c] as number, input[i + c] as number);
 }
 function mulF64(out: Float64Array, o: number, input: Float64Array, i: number, n: number): void {
   for (let c = 0; c < n; c++) out[o + c] = (out[o + c] as number) * (input[i + c] as number);

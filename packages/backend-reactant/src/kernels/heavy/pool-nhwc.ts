@@ -1,0 +1,108 @@
+/**
+ * reduce_window fast path for channels-last pooling (the 3x3/2 max pool of ResNet): a window
+ * over the two middle axes of a rank-4 f32 array, batch and channel axes untouched. Per output
+ * position the valid taps' input offsets are listed once, then each tap is combined into the
+ * output's channel run. Max and min give the same result in any order, so this matches the
+ * generic tap-by-tap loop exactly (NaNs stay NaN; their sign and payload are not kept).
+ */
+import { minFloat } from "../../elem/branchless.ts";
+import type { WindowGeometry } from "./window-geometry.ts";
+
+function isIdentity(table: Int32Array | undefined, size: number): boolean {
+  if (!table || table.length !== size) return false;
+  for (let i = 0; i < size; i++) if (table[i] !== i) return false;
+  return true;
+}
+
+/** Runs the pool into `out` (already filled with the init value); false when it does not apply. */
+export function poolNhwc(g: WindowGeometry, input: unknown, out: unknown, kind: "max" | "min"): boolean {
+  if (g.outShape.length !== 4 || !(input instanceof Float32Array) || !(out instanceof Float32Array)) return false;
+  const [N, OH, OW, C] = g.outShape as [number, number, number, number];
+  if (g.window[0] !== 1 || g.window[3] !== 1 || g.inShape[0] !== N || g.inShape[3] !== C) return false;
+  if (!isIdentity(g.tables[0], N) || !isIdentity(g.tables[3], C)) return false;
+  const IH = g.inShape[1] as number;
+  const IW = g.inShape[2] as number;
+  const kH = g.window[1] as number;
+  const kW = g.window[2] as number;
+  const tH = g.tables[1] as Int32Array;
+  const tW = g.tables[2] as Int32Array;
+  const offsets = new Int32Array(kH * kW);
+  const inKeys = kind === "max" ? toKeys(input, 0) : null;
+  const outKeys = kind === "max" ? toKeys(out, 1) : null;
+  let o = 0;
+  for (let n = 0; n < N; n++) {
+    for (let oh = 0; oh < OH; oh++) {
+      for (let ow = 0; ow < OW; ow++, o += C) {
+        let taps = 0;
+        for (let kh = 0; kh < kH; kh++) {
+          const ih = tH[oh * kH + kh] as number;
+          if (ih < 0) continue;
+          for (let kw = 0; kw < kW; kw++) {
+            const iw = tW[ow * kW + kw] as number;
+            if (iw >= 0) offsets[taps++] = ((n * IH + ih) * IW + iw) * C;
+          }
+        }
+        if (inKeys && outKeys) maxKeys(inKeys, outKeys, offsets, taps, o, C);
+        else minOver(input, out, offsets, taps, o, C);
+      }
+    }
+  }
+  if (outKeys) fromKeys(outKeys, out);
+  return true;
+}
+
+/**
+ * f32 max as an integer max over order-preserving keys: the bits of x >= 0 as they are, of
+ * x < 0 with the magnitude bits flipped, so signed integer order is float order (-0 below +0,
+ * as Math.max wants). A NaN first loses its sign, so every NaN sorts above +inf and wins, as
+ * in Math.max. The integer max `m ^ ((m ^ k) & -(k > m))` has no branch (a float max branch
+ * mispredicts on ReLU outputs), and one conversion per element costs less than a branch-free
+ * float max per window tap (elem/branchless.ts): about 4 ms against 7 for ResNet's pool.
+ */
+const scratch: Int32Array[] = [new Int32Array(0), new Int32Array(0)];
+
+function toKeys(data: Float32Array, which: 0 | 1): Int32Array {
+  let keys = scratch[which] as Int32Array;
+  if (keys.length < data.length) {
+    keys = new Int32Array(data.length);
+    scratch[which] = keys;
+  }
+  const bits = new Int32Array(data.buffer, data.byteOffset, data.length);
+  for (let i = 0; i < bits.length; i++) {
+    let b = bits[i] as number;
+    const magnitude = b & 0x7fffffff;
+    const nan = (0x7f800000 - magnitude) >> 31; // all ones for a NaN
+    b = (b & ~nan) | (magnitude & nan);
+    keys[i] = b ^ ((b >> 31) & 0x7fffffff);
+  }
+  return keys;
+}
+
+/** The key map is its own inverse. */
+function fromKeys(keys: Int32Array, out: Float32Array): void {
+  const bits = new Int32Array(out.buffer, out.byteOffset, out.length);
+  for (let i = 0; i < bits.length; i++) {
+    const k = keys[i] as number;
+    bits[i] = k ^ ((k >> 31) & 0x7fffffff);
+  }
+}
+
+function maxKeys(input: Int32Array, out: Int32Array, offsets: Int32Array, taps: number, o: number, C: number) {
+  for (let t = 0; t < taps; t++) {
+    const from = offsets[t] as number;
+    for (let c = 0; c < C; c++) {
+      const m = out[o + c] as number;
+      const k = input[from + c] as number;
+      out[o + c] = m ^ ((m ^ k) & -+(k > m));
+    }
+  }
+}
+
+// Taps outside, channels inside: each channel's update is independent of the previous one,
+// so the branch-free min (a store and a dependent load) pipelines.
+function minOver(input: Float32Array, out: Float32Array, offsets: Int32Array, taps: number, o: number, C: number) {
+  for (let t = 0; t < taps; t++) {
+    const from = offsets[t] as number;
+    for (let c = 0; c < C; c++) out[o + c] = minFloat(out[o + c] as number, input[from + c] as number);
+  }
+}
