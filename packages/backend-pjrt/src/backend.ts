@@ -1,4 +1,5 @@
 import {
+  ownedBy,
   type AbstractBackend,
   type BackendIdentity,
   type CompileOptions,
@@ -112,7 +113,7 @@ export class PjrtBackend implements AbstractBackend {
   }
 
   async download(buffer: DeviceBuffer): Promise<HostTensor> {
-    return downloadBuffer(this.live(), asPjrtBuffer(buffer));
+    return downloadBuffer(this.live(), ownedBy(buffer, PjrtBuffer, "buffer"));
   }
 
   async compile(module: ModuleSource, options: CompileOptions): Promise<Executable> {
@@ -132,7 +133,7 @@ export class PjrtBackend implements AbstractBackend {
   }
 
   async serialize(executable: Executable): Promise<Uint8Array> {
-    return asPjrtExecutable(executable).serialize();
+    return ownedBy(executable, PjrtExecutable, "executable").serialize();
   }
 
   async deserialize(bytes: Uint8Array, options: CompileOptions): Promise<Executable> {
@@ -141,7 +142,7 @@ export class PjrtBackend implements AbstractBackend {
 
   async execute(executable: Executable, args: readonly DeviceBuffer[]): Promise<DeviceBuffer[]> {
     this.live();
-    return asPjrtExecutable(executable).execute(args.map(asPjrtBuffer));
+    return ownedBy(executable, PjrtExecutable, "executable").execute(args.map((a) => ownedBy(a, PjrtBuffer, "buffer")));
   }
 
   memoryStats(device = 0): MemoryStats {
@@ -158,20 +159,6 @@ export class PjrtBackend implements AbstractBackend {
     this.client.destroy();
     this.api.close();
   }
-}
-
-function asPjrtBuffer(buffer: DeviceBuffer): PjrtBuffer {
-  if (!(buffer instanceof PjrtBuffer)) {
-    throw new XlaserveError("INVALID_ARGUMENT", "the buffer does not belong to the PJRT backend");
-  }
-  return buffer;
-}
-
-function asPjrtExecutable(executable: Executable): PjrtExecutable {
-  if (!(executable instanceof PjrtExecutable)) {
-    throw new XlaserveError("INVALID_ARGUMENT", "the executable does not belong to the PJRT backend");
-  }
-  return executable;
 }
 
 /** Opens, gates and initializes a plugin and creates its client. Throws typed errors only. */

@@ -1,4 +1,5 @@
 import {
+  ownedBy,
   type AbstractBackend,
   type BackendIdentity,
   type CompileOptions,
@@ -151,7 +152,7 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
 
     async download(buffer: DeviceBuffer): Promise<HostTensor> {
       alive();
-      const b = asBuffer(buffer);
+      const b = ownedBy(buffer, ReactantBuffer, "buffer");
       // Its storage may already serve another run (the arena recycles released buffers).
       if (b.isDisposed) throw new XlaserveError("DISPOSED", "the buffer was disposed");
       return { dtype: b.dtype, shape: [...b.value.shape], data: b.value.data.slice() as HostTensor["data"] };
@@ -172,7 +173,7 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
 
     async serialize(executable: Executable): Promise<Uint8Array> {
       alive();
-      return serializeModule(asExecutable(executable).module, { engine: ENGINE_VERSION });
+      return serializeModule(ownedBy(executable, ReactantExecutable, "executable").module, { engine: ENGINE_VERSION });
     },
 
     async deserialize(bytes: Uint8Array, _options: CompileOptions): Promise<Executable> {
@@ -189,7 +190,7 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
 
     async execute(executable: Executable, args: readonly DeviceBuffer[]): Promise<DeviceBuffer[]> {
       alive();
-      const exe = asExecutable(executable);
+      const exe = ownedBy(executable, ReactantExecutable, "executable");
       if (exe.isDisposed) throw new XlaserveError("DISPOSED", "the executable was disposed");
       if (args.length !== exe.argTypes.length) {
         throw new XlaserveError(
@@ -198,7 +199,7 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
         );
       }
       const values: RtValue[] = args.map((a, i) => {
-        const b = asBuffer(a);
+        const b = ownedBy(a, ReactantBuffer, "buffer");
         if (b.isDisposed) throw new XlaserveError("DISPOSED", `argument ${i} was disposed`);
         const t = exe.argTypes[i];
         if (t && (t.elem !== b.value.type || t.shape.join() !== b.value.shape.join())) {
@@ -250,18 +251,4 @@ function checkResults(results: RtValue[], declared: (TensorType | null)[]): Xlas
     }
   }
   return null;
-}
-
-function asBuffer(buffer: DeviceBuffer): ReactantBuffer {
-  if (!(buffer instanceof ReactantBuffer)) {
-    throw new XlaserveError("INVALID_ARGUMENT", "the buffer does not belong to the reactant backend");
-  }
-  return buffer;
-}
-
-function asExecutable(executable: Executable): ReactantExecutable {
-  if (!(executable instanceof ReactantExecutable)) {
-    throw new XlaserveError("INVALID_ARGUMENT", "the executable does not belong to the reactant backend");
-  }
-  return executable;
 }

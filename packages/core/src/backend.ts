@@ -1,3 +1,4 @@
+import { XlaserveError } from "./errors.ts";
 import type { HostTensor } from "./tensor.ts";
 import type { DType } from "./dtypes.ts";
 
@@ -153,4 +154,15 @@ export function canonicalCompileOptions(options: CompileOptions): string {
     device: options.device ?? 0,
     xlaFlags: sortedFlags,
   });
+}
+
+/**
+ * Narrows a buffer or executable handed to a backend to that backend's own class. A value from
+ * another backend (or another client) would be read as the wrong memory, so it is refused.
+ */
+export function ownedBy<T>(value: unknown, owner: abstract new (...args: never[]) => T, description: string): T {
+  if (!(value instanceof owner)) {
+    throw new XlaserveError("INVALID_ARGUMENT", `the ${description} does not belong to this backend`);
+  }
+  return value;
 }
