@@ -28,16 +28,19 @@ export async function chooseEngine(config: Config, log: Logger): Promise<EngineC
   if (config.engine === "reactant") return selectEngine({ engine: "reactant", candidates: [], probe: () => noProbe });
   const discovery = discoverPjrtPlugins(config, { askPython: config.engine === "pjrt" || !!config.pjrt.plugin });
   let probe: (path: string) => ProbeResult | Promise<ProbeResult> = () => noProbe;
-  try {
-    const pjrt = await importPackage("@xlaserve/backend-pjrt");
-    if (typeof pjrt.probePjrtPlugin === "function") {
-      probe = pjrt.probePjrtPlugin as (path: string) => ProbeResult | Promise<ProbeResult>;
-      // A plugin file that passed before (unchanged, same bindings) is not probed again.
-      const bindings = config.cache.enabled ? bindingsKey() : null;
-      if (bindings) probe = memoizedProbe(probe, resolve(config.cache.stateDir), bindings);
+  // Without a candidate plugin nothing is probed: skip loading the PJRT bindings (tens of ms).
+  if (discovery.candidates.length > 0) {
+    try {
+      const pjrt = await importPackage("@xlaserve/backend-pjrt");
+      if (typeof pjrt.probePjrtPlugin === "function") {
+        probe = pjrt.probePjrtPlugin as (path: string) => ProbeResult | Promise<ProbeResult>;
+        // A plugin file that passed before (unchanged, same bindings) is not probed again.
+        const bindings = config.cache.enabled ? bindingsKey() : null;
+        if (bindings) probe = memoizedProbe(probe, resolve(config.cache.stateDir), bindings);
+      }
+    } catch (err) {
+      log.debug("PJRT backend package unavailable", { error: String(err) });
     }
-  } catch (err) {
-    log.debug("PJRT backend package unavailable", { error: String(err) });
   }
   return selectEngine({ engine: config.engine, candidates: discovery.candidates, probe, searched: discovery.searched });
 }

@@ -75,6 +75,8 @@ export class ModelRegistry implements ModelRegistryView {
   private draining = false;
   private starting = true;
   private warming: Promise<void> = Promise.resolve();
+  /** Serializes the budget checks and swaps of concurrent loads (see doLoad). */
+  private admission: Promise<void> = Promise.resolve();
   private readonly log: Logger;
 
   constructor(private readonly options: RegistryOptions) {
@@ -405,6 +407,7 @@ export class ModelRegistry implements ModelRegistryView {
     }
     const programs = new Map<BundleModule, LoadedProgram>();
     let model: RuntimeModel | null = null;
+    let releaseAdmission: (() => void) | null = null;
     // Where the load's time goes (the "model loaded" line): bundle read and hashing, programs
     // (compile or cache load), the private host copy of the weights, weight upload, probe, warm-up.
     const phases = { readMs: 0, programsMs: 0, hostWeightsMs: 0, uploadMs: 0, probeMs: 0, warmUpMs: 0 };
@@ -424,6 +427,9 @@ export class ModelRegistry implements ModelRegistryView {
         this.options.hooks?.programLoaded?.(name, program);
       }
       mark("programsMs");
+      // From here to the swap, one model at a time: each admission sees the models admitted before
+      // it, as when bundles loaded one by one (their reads and program loads still overlap).
+      releaseAdmission = await this.admit();
       const hostWeights: HostTensor[] = bundle.weights.argumentOrder.map((w) => copyTensor(bundle.weights.tensor(w)));
       mark("hostWeightsMs");
       const weightBytes = hostWeights.reduce((a, t) => a + t.data.byteLength, 0);
@@ -560,7 +566,21 @@ export class ModelRegistry implements ModelRegistryView {
         });
       }
       throw e;
+    } finally {
+      releaseAdmission?.();
     }
+  }
+
+  /** Waits for the admission turn; call the returned function to pass it on. */
+  private async admit(): Promise<() => void> {
+    let release = () => {};
+    const turn = new Promise<void>((r) => {
+      release = r;
+    });
+    const before = this.admission;
+    this.admission = before.then(() => turn);
+    await before;
+    return release;
   }
 
   private async doUnload(slot: Slot, why: string): Promise<void> {
