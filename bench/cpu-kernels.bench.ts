@@ -8,6 +8,7 @@
 import type { NDArray } from "../packages/backend-reactant/src/array.ts";
 import { blasStatus, gemm, setForceFallbackGemm } from "../packages/backend-reactant/src/blas/index.ts";
 import { type ConvAttributes, convolution } from "../packages/backend-reactant/src/kernels/heavy/index.ts";
+import { NHWC_HWIO, symmetricPadding2d } from "../packages/backend-reactant/test/heavy/conv-layouts.ts";
 
 function random(n: number): Float32Array {
   const out = new Float32Array(new ArrayBuffer(n * 4));
@@ -71,23 +72,7 @@ setForceFallbackGemm(false);
 const [H, W, C, O] = [56, 56, 64, 64];
 const input: NDArray = { type: "f32", shape: [1, H, W, C], data: random(H * W * C) };
 const kernel: NDArray = { type: "f32", shape: [3, 3, C, O], data: random(9 * C * O) };
-const attrs: ConvAttributes = {
-  dims: {
-    inputBatch: 0,
-    inputFeature: 3,
-    inputSpatial: [1, 2],
-    kernelInputFeature: 2,
-    kernelOutputFeature: 3,
-    kernelSpatial: [0, 1],
-    outputBatch: 0,
-    outputFeature: 3,
-    outputSpatial: [1, 2],
-  },
-  padding: [
-    [1, 1],
-    [1, 1],
-  ],
-};
+const attrs: ConvAttributes = { dims: NHWC_HWIO, padding: symmetricPadding2d(1) };
 const convFlops = 2 * H * W * O * 9 * C;
 
 /** The direct definition: every output, every tap, every input channel. */
@@ -132,10 +117,7 @@ const stemKernel: NDArray = { type: "f32", shape: [7, 7, 3, 64], data: random(49
 const stemAttrs: ConvAttributes = {
   ...attrs,
   windowStrides: [2, 2],
-  padding: [
-    [3, 3],
-    [3, 3],
-  ],
+  padding: symmetricPadding2d(3),
 };
 report(
   "conv 1x224x224x3 7x7/2 -> 64 (im2col + GEMM)",
@@ -185,10 +167,7 @@ for (const layer of resnet50Convs()) {
   const layerAttrs: ConvAttributes = {
     ...attrs,
     windowStrides: [layer.stride, layer.stride],
-    padding: [
-      [pad, pad],
-      [pad, pad],
-    ],
+    padding: symmetricPadding2d(pad),
   };
   const seconds = time(3, () => convolution(x, w, layerAttrs));
   const hOut = Math.ceil(layer.h / layer.stride);

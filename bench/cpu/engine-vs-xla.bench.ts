@@ -18,12 +18,13 @@ import { type AbstractBackend, type Bundle, type Executable, loadBundle } from "
 import { anchorUnavailable, runAnchor } from "../lib/anchor.ts";
 import { intFlag, listFlag, parseFlags } from "../lib/args.ts";
 import {
-  compareOutputs,
   disposeAll,
   downloadAll,
   inputsFor,
+  maxAbsDiffOrReason,
   moduleFor,
   referenceOutputs,
+  timeExecutions,
   uploadAll,
   uploadWeights,
 } from "../lib/bundle-io.ts";
@@ -179,13 +180,7 @@ async function engineSide(be: AbstractBackend, bundle: Bundle, entry: Record<str
   const host = await downloadAll(be, first);
   disposeAll(first);
   const ref = source === "reference" ? referenceOutputs(bundle, batch, "outputs") : null;
-  if (ref) {
-    try {
-      entry.maxAbsDiffVsXlaCpuReference = compareOutputs(host, ref).maxAbsDiff;
-    } catch (err) {
-      entry.maxAbsDiffVsXlaCpuReference = String(err instanceof Error ? err.message : err);
-    }
-  }
+  if (ref) entry.maxAbsDiffVsXlaCpuReference = maxAbsDiffOrReason(host, ref);
   // Time box: a slow model gets fewer timed runs (never under 5) so the whole step fits its limit.
   const p0 = performance.now();
   disposeAll(await be.execute(exe, args));
@@ -198,14 +193,7 @@ async function engineSide(be: AbstractBackend, bundle: Bundle, entry: Record<str
     );
   }
   entry.runs = runsUsed;
-  for (let i = 0; i < warmup; i++) disposeAll(await be.execute(exe, args));
-  const times: number[] = [];
-  for (let i = 0; i < runsUsed; i++) {
-    const t0 = performance.now();
-    const outs = await be.execute(exe, args);
-    times.push(performance.now() - t0);
-    disposeAll(outs);
-  }
+  const times = await timeExecutions(be, exe, args, warmup, runsUsed);
   entry.engineMs = summarize(times);
   console.log(
     `${bundle.name} b${batch}: engine median ${median(times).toFixed(2)} ms over ${runsUsed} runs (compile ${entry.compileMs} ms)`,

@@ -32,8 +32,10 @@ import {
   disposeAll,
   downloadAll,
   inputsFor,
+  maxAbsDiffOrReason,
   moduleFor,
   referenceOutputs,
+  timeExecutions,
   uploadAll,
   uploadWeights,
 } from "../lib/bundle-io.ts";
@@ -128,18 +130,6 @@ if (backend) {
 }
 result.write(resultsDir(values["results-dir"] as string | undefined));
 
-/** Largest differences against a reference, or the reason they cannot be computed. */
-function safeMaxAbs(
-  a: Parameters<typeof compareOutputs>[0],
-  b: Parameters<typeof compareOutputs>[1],
-): number[] | string {
-  try {
-    return compareOutputs(a, b).maxAbsDiff;
-  } catch (err) {
-    return String(err instanceof Error ? err.message : err);
-  }
-}
-
 function wantsLatency(name: string): boolean {
   return latencyModels.includes("all") || latencyModels.includes(name);
 }
@@ -214,19 +204,12 @@ async function benchProgram(
   entry.outputsSha256 = hostB.map((t) => new Bun.CryptoHasher("sha256").update(tensorBytes(t)).digest("hex"));
   console.log(`  compiled vs deserialized outputs: ${cmp.identical ? "byte-identical" : "DIFFER"}`);
   const ref = inputSource === "reference" ? referenceOutputs(bundle, batch, "outputs_gpu") : null;
-  if (ref) entry.maxAbsDiffVsJaxGpuReference = safeMaxAbs(hostB, ref);
+  if (ref) entry.maxAbsDiffVsJaxGpuReference = maxAbsDiffOrReason(hostB, ref);
   const refCpu = inputSource === "reference" ? referenceOutputs(bundle, batch, "outputs") : null;
-  if (refCpu) entry.maxAbsDiffVsJaxCpuReference = safeMaxAbs(hostB, refCpu);
+  if (refCpu) entry.maxAbsDiffVsJaxCpuReference = maxAbsDiffOrReason(hostB, refCpu);
 
   if (wantsLatency(bundle.name)) {
-    for (let i = 0; i < 5; i++) disposeAll(await be.execute(loaded as Executable, [...inputs, ...weights]));
-    const times: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      const r0 = performance.now();
-      const outs = await be.execute(loaded as Executable, [...inputs, ...weights]);
-      times.push(performance.now() - r0);
-      disposeAll(outs);
-    }
+    const times = await timeExecutions(be, loaded as Executable, [...inputs, ...weights], 5, runs);
     entry.latencyMs = summarize(times);
     console.log(`  xlaserve latency median ${median(times).toFixed(3)} ms over ${runs} runs`);
     const why = anchorUnavailable(bundle.dir, "cuda", batch);

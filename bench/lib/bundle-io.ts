@@ -1,7 +1,7 @@
 /**
  * Bundle helpers shared by the benchmarks: the module of a batch size, the reference inputs and
  * outputs written by tools/export_jax_bundle.py (reference.safetensors), zero inputs, weight
- * upload, and byte comparison of outputs.
+ * upload, timed executions, and byte comparison of outputs.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -10,6 +10,7 @@ import {
   type Bundle,
   type BundleModule,
   type DeviceBuffer,
+  type Executable,
   type HostTensor,
   allocTyped,
   openSafetensors,
@@ -119,6 +120,28 @@ export async function downloadAll(backend: AbstractBackend, buffers: readonly De
   return out;
 }
 
+/**
+ * Milliseconds of each of `runs` executions, after `warmup` untimed ones; every output is freed,
+ * outside the timed span.
+ */
+export async function timeExecutions(
+  backend: AbstractBackend,
+  exe: Executable,
+  args: readonly DeviceBuffer[],
+  warmup: number,
+  runs: number,
+): Promise<number[]> {
+  for (let i = 0; i < warmup; i++) disposeAll(await backend.execute(exe, args));
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    const outs = await backend.execute(exe, args);
+    times.push(performance.now() - t0);
+    disposeAll(outs);
+  }
+  return times;
+}
+
 export interface ByteComparison {
   readonly identical: boolean;
   /** Per output: index of the first differing byte, or -1. */
@@ -163,4 +186,13 @@ export function maxAbsDiff(a: HostTensor, b: HostTensor): number {
 /** Whether the bundle carries JAX's serialization of a batch size's program (the JAX anchor's input). */
 export function hasJaxExported(bundle: Bundle, platform: string, batch: number): boolean {
   return existsSync(join(bundle.dir, `jax_exported.${platform}.b${batch}.bin`));
+}
+
+/** compareOutputs' largest differences, or why they cannot be computed (kept in the results as text). */
+export function maxAbsDiffOrReason(a: readonly HostTensor[], b: readonly HostTensor[]): number[] | string {
+  try {
+    return compareOutputs(a, b).maxAbsDiff;
+  } catch (err) {
+    return String(err instanceof Error ? err.message : err);
+  }
 }

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HostTensor } from "@xlaserve/core";
-import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
+import type { StartedWorker } from "../../apps/worker/src/index.ts";
+import { startCpuWorker } from "./cpu-worker.ts";
 import {
   type TempRepo,
   collectLogs,
@@ -37,17 +38,7 @@ async function index(): Promise<Array<{ name: string; state: string; reason: str
 
 beforeAll(async () => {
   repo = makeRepo(["mlp"]);
-  worker = await startWorker({
-    env: {},
-    repository: repo.repository,
-    port: 0,
-    logger: logs.logger,
-    config: {
-      engine: "reactant",
-      cache: { stateDir: repo.stateDir },
-      repository: { dynamic: true, pollIntervalMs: 50 },
-    },
-  });
+  worker = await startCpuWorker(repo, logs.logger, { repository: { dynamic: true, pollIntervalMs: 50 } });
 }, 300_000);
 
 afterAll(async () => {

@@ -6,7 +6,8 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
-import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
+import type { StartedWorker } from "../../apps/worker/src/index.ts";
+import { startCpuWorker } from "./cpu-worker.ts";
 import { EXAMPLE_MODELS, type TempRepo, collectLogs, inferJson, makeRepo, readReference } from "./helpers.ts";
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -19,17 +20,9 @@ async function start(
   memory: Record<string, unknown>,
 ): Promise<{ worker: StartedWorker; logs: ReturnType<typeof collectLogs> }> {
   const logs = collectLogs();
-  const worker = await startWorker({
-    env: {},
-    repository: repo.repository,
-    port: 0,
-    logger: logs.logger,
-    config: {
-      engine: "reactant",
-      cache: { stateDir: repo.stateDir },
-      repository: { dynamic: false },
-      memory: { weightFraction: 1, wiggle: 0, ...memory },
-    },
+  const worker = await startCpuWorker(repo, logs.logger, {
+    repository: { dynamic: false },
+    memory: { weightFraction: 1, wiggle: 0, ...memory },
   });
   cleanups.push(() => worker.stop());
   return { worker, logs };

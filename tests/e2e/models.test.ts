@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
-import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
+import type { StartedWorker } from "../../apps/worker/src/index.ts";
+import { startCpuWorker } from "./cpu-worker.ts";
 import {
   EXAMPLE_MODELS,
   type TempRepo,
@@ -43,13 +44,7 @@ const logs = collectLogs();
 
 beforeAll(async () => {
   repo = makeRepo();
-  worker = await startWorker({
-    env: {},
-    repository: repo.repository,
-    port: 0,
-    logger: logs.logger,
-    config: { engine: "reactant", cache: { stateDir: repo.stateDir }, repository: { dynamic: false } },
-  });
+  worker = await startCpuWorker(repo, logs.logger, { repository: { dynamic: false } });
 }, 300_000);
 
 afterAll(async () => {

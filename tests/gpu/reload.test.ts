@@ -1,11 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { HostTensor } from "@xlaserve/core";
 import { gpuBackend } from "./support/backend.ts";
 import { bundleCases } from "./support/bundles.ts";
 import { gpuPlugin } from "./support/plugin.ts";
+import { childOutputEquals, runReloadChild, writeReloadJob } from "./support/reload-job.ts";
 import { recordResult, round } from "./support/results.ts";
 
 const backend = await gpuBackend();
@@ -23,31 +24,14 @@ describe.skipIf(!backend)("a serialized executable reloaded in a fresh process",
       try {
         const exe = await backend.compile(c.module, {});
         const bytes = await backend.serialize(exe);
-        writeFileSync(join(dir, "exe.bin"), bytes);
         const args = await Promise.all(c.args.map((a) => backend.upload(a)));
         const outs = await backend.execute(exe, args);
         const here: HostTensor[] = await Promise.all(outs.map((o) => backend.download(o)));
-        const job = {
-          plugin: plugin.path,
-          executable: join(dir, "exe.bin"),
-          args: c.args.map((a, i) => {
-            const file = join(dir, `arg${i}`);
-            writeFileSync(file, new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength));
-            return { file, dtype: a.dtype, shape: a.shape };
-          }),
-          out: join(dir, "out"),
-        };
-        writeFileSync(join(dir, "job.json"), JSON.stringify(job));
-        const child = Bun.spawnSync([
-          process.execPath,
-          resolve(import.meta.dir, "support/reload-child.ts"),
-          join(dir, "job.json"),
-        ]);
-        expect(child.exitCode).toBe(0);
-        const timing = JSON.parse(child.stdout.toString().trim().split("\n").pop() ?? "{}");
+        const { job, jobFile } = writeReloadJob(dir, plugin.path, bytes, c.args);
+        const { exitCode, timing } = runReloadChild(jobFile);
+        expect(exitCode).toBe(0);
         here.forEach((h, i) => {
-          const there = readFileSync(`${job.out}.${i}`);
-          expect(Buffer.from(h.data.buffer, h.data.byteOffset, h.data.byteLength).equals(there)).toBe(true);
+          expect(childOutputEquals(job, i, h)).toBe(true);
         });
         figures.push({
           model,

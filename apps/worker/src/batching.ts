@@ -1,4 +1,6 @@
 import { type HostTensor, XlaserveError, allocTyped, dtypeSize, elementCount } from "@xlaserve/core";
+import { dropOnAbort } from "./drop-on-abort.ts";
+import { IdleSignal } from "./idle-signal.ts";
 
 /** The smallest compiled size that holds `batch`, or undefined when none does. */
 export function chooseBatchSize(compiled: readonly number[], batch: number): number | undefined {
@@ -131,7 +133,7 @@ interface Waiting<T, R> {
 export class Coalescer<T extends { readonly batch: number | null }, R> {
   private readonly waiting: Waiting<T, R>[] = [];
   private inFlight = 0;
-  private idleWaiters: Array<() => void> = [];
+  private readonly idleSignal = new IdleSignal();
 
   constructor(private readonly options: CoalescerOptions<T, R>) {}
 
@@ -156,18 +158,10 @@ export class Coalescer<T extends { readonly batch: number | null }, R> {
     return new Promise<R>((resolve, reject) => {
       const entry: Waiting<T, R> = { variant, item, resolve, reject };
       this.waiting.push(entry);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          const i = this.waiting.indexOf(entry);
-          if (i >= 0) {
-            this.waiting.splice(i, 1);
-            reject(new XlaserveError("UNAVAILABLE", `${this.options.label}: request aborted while queued`));
-            this.checkIdle();
-          }
-        },
-        { once: true },
-      );
+      dropOnAbort(this.waiting, entry, signal, () => {
+        reject(new XlaserveError("UNAVAILABLE", `${this.options.label}: request aborted while queued`));
+        this.checkIdle();
+      });
       this.pump();
     });
   }
@@ -225,14 +219,11 @@ export class Coalescer<T extends { readonly batch: number | null }, R> {
 
   private checkIdle(): void {
     if (this.inFlight === 0 && this.waiting.length === 0) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const w of waiters) w();
+      this.idleSignal.notify();
     }
   }
 
   idle(): Promise<void> {
-    if (this.inFlight === 0 && this.waiting.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.idleSignal.wait(this.inFlight === 0 && this.waiting.length === 0);
   }
 }

@@ -350,6 +350,8 @@ function probeFigureStore(cache: ProgramCache): ProbeFigureStore {
 
 function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], Gauge: HttpModules["Gauge"]) {
   const registers = [metrics.registry];
+  // Most figures are one gauge series per model.
+  const perModel = (name: string, help: string) => new Gauge({ name, help, labelNames: ["model"] as const, registers });
   return {
     budget: new Gauge({
       name: "worker_weight_budget_bytes",
@@ -363,30 +365,10 @@ function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], Gauge: 
       labelNames: ["device"] as const,
       registers,
     }),
-    modelWeight: new Gauge({
-      name: "worker_model_weight_bytes",
-      help: "Per-model weight footprint (bytes)",
-      labelNames: ["model"] as const,
-      registers,
-    }),
-    modelScratch: new Gauge({
-      name: "worker_model_scratch_bytes",
-      help: "Per-model run scratch measured by the memory probe (bytes)",
-      labelNames: ["model"] as const,
-      registers,
-    }),
-    modelResident: new Gauge({
-      name: "worker_model_resident",
-      help: "1 if the model's weights are device-resident, else 0",
-      labelNames: ["model"] as const,
-      registers,
-    }),
-    modelPinned: new Gauge({
-      name: "worker_model_pinned",
-      help: "1 if the model is pinned, else 0",
-      labelNames: ["model"] as const,
-      registers,
-    }),
+    modelWeight: perModel("worker_model_weight_bytes", "Per-model weight footprint (bytes)"),
+    modelScratch: perModel("worker_model_scratch_bytes", "Per-model run scratch measured by the memory probe (bytes)"),
+    modelResident: perModel("worker_model_resident", "1 if the model's weights are device-resident, else 0"),
+    modelPinned: perModel("worker_model_pinned", "1 if the model is pinned, else 0"),
     modelsLoaded: new Gauge({ name: "worker_models_loaded", help: "Number of loaded models", registers }),
     weightLoadSeconds: new Counter({
       name: "worker_weight_load_seconds_total",

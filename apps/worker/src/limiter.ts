@@ -1,4 +1,6 @@
 import { XlaserveError } from "@xlaserve/core";
+import { dropOnAbort } from "./drop-on-abort.ts";
+import { IdleSignal } from "./idle-signal.ts";
 
 /**
  * A per-model concurrency limit with a bounded FIFO queue: at most `limit` requests run at once,
@@ -7,7 +9,7 @@ import { XlaserveError } from "@xlaserve/core";
 export class ConcurrencyLimiter {
   private running = 0;
   private readonly waiting: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
-  private idleWaiters: Array<() => void> = [];
+  private readonly idleSignal = new IdleSignal();
 
   constructor(
     readonly limit: number,
@@ -43,16 +45,8 @@ export class ConcurrencyLimiter {
     return new Promise<void>((resolve, reject) => {
       const entry = { resolve, reject };
       this.waiting.push(entry);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          const i = this.waiting.indexOf(entry);
-          if (i >= 0) {
-            this.waiting.splice(i, 1);
-            reject(new XlaserveError("UNAVAILABLE", `${this.label}: request aborted while queued`));
-          }
-        },
-        { once: true },
+      dropOnAbort(this.waiting, entry, signal, () =>
+        reject(new XlaserveError("UNAVAILABLE", `${this.label}: request aborted while queued`)),
       );
     });
   }
@@ -65,16 +59,13 @@ export class ConcurrencyLimiter {
     }
     this.running--;
     if (this.running === 0) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const w of waiters) w();
+      this.idleSignal.notify();
     }
   }
 
   /** Resolves when nothing runs and nothing waits. */
   idle(): Promise<void> {
-    if (this.running === 0 && this.waiting.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.idleSignal.wait(this.running === 0 && this.waiting.length === 0);
   }
 }
 

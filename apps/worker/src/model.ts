@@ -250,17 +250,24 @@ export class RuntimeModel implements ServedModel {
     return this.retired;
   }
 
-  extra(): Record<string, unknown> {
+  /** The weight figures of the model's status, also listed per model by the registry's index. */
+  weightFigures() {
     const w = this.weightsManager.state(this.ownerId);
     return {
-      generation: this.generation,
-      bundleDir: this.bundle.dir,
       residency: this.residency,
       resident: w?.resident ?? false,
       weightBytes: this.weightBytes,
       scratchBytes: this.scratchBytes,
       weightLoads: w?.loads ?? 0,
       weightEvicts: w?.evicts ?? 0,
+    };
+  }
+
+  extra(): Record<string, unknown> {
+    return {
+      generation: this.generation,
+      bundleDir: this.bundle.dir,
+      ...this.weightFigures(),
       loadMs: Math.round(this.loadMs * 10) / 10,
       programs: this.programRecords(),
       probe: this.probe,

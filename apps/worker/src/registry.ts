@@ -124,18 +124,7 @@ export class ModelRegistry implements ModelRegistryView {
       const slot = this.slots.get(name);
       if (!slot) return { name, version: "1", state: "UNAVAILABLE" as ModelState, reason: "unloaded" };
       const m = slot.current;
-      const w = m ? this.weights.state(m.ownerId) : undefined;
-      const extra = m
-        ? {
-            residency: m.residency,
-            resident: w?.resident ?? false,
-            weightBytes: m.weightBytes,
-            scratchBytes: m.scratchBytes,
-            weightLoads: w?.loads ?? 0,
-            weightEvicts: w?.evicts ?? 0,
-            ...this.budgetExtra(),
-          }
-        : this.budgetExtra();
+      const extra = m ? { ...m.weightFigures(), ...this.budgetExtra() } : this.budgetExtra();
       return { name, version: "1", state: slot.state, reason: slot.reason, extra };
     });
   }

@@ -18,6 +18,7 @@
  * - Kernels never mutate their inputs (the plan may share constants and weights between calls)
  *   unless the plan hands them an output buffer explicitly.
  */
+import type { HostTypedArray } from "@xlaserve/core";
 
 export const ELEM_TYPES = [
   "i1",
@@ -50,17 +51,8 @@ export const ELEM_TYPES = [
 
 export type ElemType = (typeof ELEM_TYPES)[number];
 
-export type TypedArray =
-  | Uint8Array
-  | Int8Array
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | BigInt64Array
-  | BigUint64Array
-  | Float32Array
-  | Float64Array;
+/** Core's host storage types: tensors cross between the server and the engine without copies. */
+export type TypedArray = HostTypedArray;
 
 export interface NDArray {
   readonly type: ElemType;

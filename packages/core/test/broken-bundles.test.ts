@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ErrorCode, XlaserveError, loadBundle } from "../src/index.ts";
-import { editText, readSafetensorsParts, tempRepository, writeSafetensorsParts } from "./helpers/bundles.ts";
+import { editMain, editText, readSafetensorsParts, tempRepository, writeSafetensorsParts } from "./helpers/bundles.ts";
 
 /**
  * One deliberately broken bundle per rule: each case copies a real example into a temp dir,
@@ -30,16 +30,6 @@ const MLP_INPUT = 'shape: "cn"\n    dims:\n      c: 64';
 
 function editManifest(dir: string, from: string | RegExp, to: string) {
   editText(manifest(dir), (text) => text.replace(from, to));
-}
-
-/** Edits only the `func.func @main` line of a module, leaving the body alone. */
-function editMain(path: string, edit: (line: string) => string) {
-  editText(path, (text) =>
-    text
-      .split("\n")
-      .map((l) => (l.includes("@main(") ? edit(l) : l))
-      .join("\n"),
-  );
 }
 
 interface HeaderEntry {

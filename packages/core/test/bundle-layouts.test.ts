@@ -2,20 +2,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { loadBundle } from "../src/index.ts";
-import { editText, readSafetensorsParts, tempRepository, writeSafetensorsParts } from "./helpers/bundles.ts";
+import { editMain, editText, readSafetensorsParts, tempRepository, writeSafetensorsParts } from "./helpers/bundles.ts";
 
 /** The valid bundle layouts beyond the examples' model.b{N}.mlir: each is built from an example. */
 
 const PORTABLE_MLP_B1 = join(import.meta.dir, "..", "..", "..", "tests", "fixtures", "mlp_portable_b1.mlirbc");
-
-function editMain(path: string, edit: (line: string) => string) {
-  editText(path, (text) =>
-    text
-      .split("\n")
-      .map((l) => (l.includes("@main(") ? edit(l) : l))
-      .join("\n"),
-  );
-}
 
 describe("bundle layouts", () => {
   const repo = tempRepository();

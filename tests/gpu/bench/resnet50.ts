@@ -12,13 +12,14 @@
  * serialized program against JAX with a warm persistent compilation cache. Finally it compiles
  * the module twice more with default and with deterministic options and compares the bits.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { HostTensor } from "@xlaserve/core";
 import { createPjrtBackend } from "../../../packages/backend-pjrt/src/index.ts";
 import { bundleCases, maxAbsDiff, sameBytes } from "../support/bundles.ts";
 import { gpuPlugin } from "../support/plugin.ts";
+import { childOutputEquals, runReloadChild, writeReloadJob } from "../support/reload-job.ts";
 import { median, round } from "../support/results.ts";
 
 const bundle = resolve(process.argv[2] ?? "");
@@ -95,30 +96,10 @@ for (const c of cases) {
   // Process start to first result: a fresh Bun process loading the serialized program, against
   // a fresh JAX process with a warm persistent compilation cache (second of two runs).
   const dir = mkdtempSync(join(tmpdir(), "xlaserve-resnet-"));
-  writeFileSync(join(dir, "exe.bin"), bytes);
-  const job = {
-    plugin: plugin.path,
-    executable: join(dir, "exe.bin"),
-    args: c.args.map((a, i) => {
-      const file = join(dir, `arg${i}`);
-      writeFileSync(file, new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength));
-      return { file, dtype: a.dtype, shape: a.shape };
-    }),
-    out: join(dir, "out"),
-  };
-  writeFileSync(join(dir, "job.json"), JSON.stringify(job));
-  t = performance.now();
-  const child = Bun.spawnSync([
-    process.execPath,
-    join(import.meta.dir, "../support/reload-child.ts"),
-    join(dir, "job.json"),
-  ]);
-  const childWall = performance.now() - t;
-  const childTiming = JSON.parse(child.stdout.toString().trim().split("\n").pop() ?? "{}");
+  const { job, jobFile } = writeReloadJob(dir, plugin.path, bytes, c.args);
+  const { timing: childTiming, wallMs: childWall } = runReloadChild(jobFile);
   entry.freshProcessFromSerialized = { ...childTiming, wallMs: round(childWall, 1) };
-  entry.freshProcessByteIdentical = hostB.every((h, i) =>
-    Buffer.from(h.data.buffer, h.data.byteOffset, h.data.byteLength).equals(readFileSync(`${job.out}.${i}`)),
-  );
+  entry.freshProcessByteIdentical = hostB.every((h, i) => childOutputEquals(job, i, h));
   const cacheDir = join(dir, "jax-cache");
   jax(["first-result", bundle, "--batch", String(c.batch), "--platform", "cuda", "--cache-dir", cacheDir]);
   const warm = jax(["first-result", bundle, "--batch", String(c.batch), "--platform", "cuda", "--cache-dir", cacheDir]);

@@ -87,7 +87,8 @@ export const UNARY_OPS = new Set([
   "bessel_i1e",
 ]);
 
-const SPECIAL: Record<string, string> = {
+/** Unary ops computed by a helper function (H.*) rather than an inline expression; fused loops call the same ones. */
+export const SPECIAL_FUNCTIONS: Readonly<Record<string, string>> = {
   lgamma: "H.lgamma",
   digamma: "H.digamma",
   erf: "H.erf",
@@ -111,7 +112,7 @@ export function unaryKernel(op: string): Kernel {
       if (!hasComplexOp(op)) throw unsupported(op, `${op} on ${t}`);
       return ([x]) => complexUnary(op, x as NDArray);
     }
-    const special = SPECIAL[op];
+    const special = SPECIAL_FUNCTIONS[op];
     if (special) {
       if (!isFloatType(t)) throw unsupported(op, `${op} on ${t}`);
       return makeElementwise(op, types, t, ([a]) => `${special}(${a})`);

@@ -87,10 +87,29 @@ function unsignedValue(t: ElemType, a: string): string {
   return w === 32 ? `(${a} >>> 0)` : `(${a} & ${2 ** w - 1})`;
 }
 
+/** Integer ops whose JavaScript reads the same on number (int, bool) and bigint operands. */
+function integerCommonExpr(op: string, a: string, b: string): string | undefined {
+  switch (op) {
+    case "maximum":
+      return `(${a} > ${b} ? ${a} : ${b})`;
+    case "minimum":
+      return `(${a} < ${b} ? ${a} : ${b})`;
+    case "and":
+      return `(${a} & ${b})`;
+    case "or":
+      return `(${a} | ${b})`;
+    case "xor":
+      return `(${a} ^ ${b})`;
+  }
+  return undefined;
+}
+
 export function binaryExpr(op: string, t: ElemType, a: string, b: string): string {
   const d = domainOf(t);
   const w = bitWidth(t);
   const unsigned = isUnsignedIntType(t);
+  const common = d === "float" ? undefined : integerCommonExpr(op, a, b);
+  if (common !== undefined) return common;
   if (d === "float") {
     switch (op) {
       case "add":
@@ -124,16 +143,6 @@ export function binaryExpr(op: string, t: ElemType, a: string, b: string): strin
         return d === "bool" ? a : `(${b} === 0 ? -1 : Math.trunc(${a} / ${b}))`;
       case "remainder":
         return d === "bool" ? "0" : `(${b} === 0 ? ${a} : ${a} % ${b})`;
-      case "maximum":
-        return `(${a} > ${b} ? ${a} : ${b})`;
-      case "minimum":
-        return `(${a} < ${b} ? ${a} : ${b})`;
-      case "and":
-        return `(${a} & ${b})`;
-      case "or":
-        return `(${a} | ${b})`;
-      case "xor":
-        return `(${a} ^ ${b})`;
       case "power":
         return `H.powInt(${a}, ${b}, ${unsigned})`;
       case "shift_left":
@@ -157,16 +166,6 @@ export function binaryExpr(op: string, t: ElemType, a: string, b: string): strin
         return `(${b} === 0n ? -1n : ${a} / ${b})`;
       case "remainder":
         return `(${b} === 0n ? ${a} : ${a} % ${b})`;
-      case "maximum":
-        return `(${a} > ${b} ? ${a} : ${b})`;
-      case "minimum":
-        return `(${a} < ${b} ? ${a} : ${b})`;
-      case "and":
-        return `(${a} & ${b})`;
-      case "or":
-        return `(${a} | ${b})`;
-      case "xor":
-        return `(${a} ^ ${b})`;
       case "power":
         return `H.powBig(${a}, ${b}, ${unsigned})`;
       case "shift_left":

@@ -2,7 +2,7 @@ import { type ElemType, type NDArray, type TypedArray, isComplexType, isFloatTyp
 import type { HELPERS } from "../elem/helpers.ts";
 import type { Op } from "../ir.ts";
 import { isTensorType } from "../ir.ts";
-import { BINARY_OPS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
+import { BINARY_OPS, SPECIAL_FUNCTIONS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import {
   binaryExpr,
   compareExpr,
@@ -100,15 +100,6 @@ function classify(st: number[], shape: number[], dense: number[], k: number, inn
   }
   return zero ? "s" : same ? "d" : row ? "r" : col ? "c" : null;
 }
-
-const SPECIAL: Record<string, string> = {
-  lgamma: "H.lgamma",
-  digamma: "H.digamma",
-  erf: "H.erf",
-  erfc: "H.erfc",
-  erf_inv: "H.erfInv",
-  bessel_i1e: "H.besselI1e",
-};
 
 interface Value {
   code: string;
@@ -240,7 +231,7 @@ function opExpr(op: Op, kids: Value[]): { code: string; type: ElemType } | null 
   if (BINARY_OPS.has(n) && b) return { code: binaryExpr(n, t, a.code, b.code), type: t };
   if (UNARY_OPS.has(n)) {
     if (n === "is_finite") return { code: `Number.isFinite(${a.code})`, type: "i1" };
-    const special = SPECIAL[n];
+    const special = SPECIAL_FUNCTIONS[n];
     if (special) return isFloatType(t) ? { code: `${special}(${a.code})`, type: t } : null;
     if ((n === "sinh" || n === "cosh") && t !== "f64") return { code: `H.${n}F32(${a.code})`, type: t };
     if (isFloatType(t) && !hasFloatUnary(n)) return null;

@@ -5,10 +5,11 @@
  * made from @main's signature. With --profile, the per-op exclusive time of each model.
  */
 import { existsSync, readFileSync } from "node:fs";
-import type { DeviceBuffer, DType, HostTensor } from "@xlaserve/core";
+import type { DeviceBuffer, HostTensor } from "@xlaserve/core";
 import { createReactantBackend } from "../backend.ts";
 import { parseModule } from "../parser/parser.ts";
 import type { OpTime } from "../plan/program.ts";
+import { EXAMPLES, exampleArguments } from "./example-tensors.ts";
 
 const ROOT = new URL("../../../../", import.meta.url).pathname;
 const argv = process.argv.slice(2);
@@ -20,21 +21,6 @@ const runs = Number(flag("--runs") ?? 20);
 const only = (flag("--only") ?? "mlp,cnn,transformer,resnet50").split(",");
 const wantProfile = argv.includes("--profile");
 
-function readTensors(path: string): { metadata: Record<string, string>; tensors: Map<string, HostTensor> } {
-  const bytes = new Uint8Array(readFileSync(path));
-  const headerLength = Number(new DataView(bytes.buffer).getBigUint64(0, true));
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
-  const tensors = new Map<string, HostTensor>();
-  for (const [name, info] of Object.entries(header)) {
-    if (name === "__metadata__") continue;
-    const { dtype, shape, data_offsets } = info as { dtype: string; shape: number[]; data_offsets: [number, number] };
-    const raw = bytes.slice(8 + headerLength + data_offsets[0], 8 + headerLength + data_offsets[1]).buffer;
-    const data = dtype === "F32" ? new Float32Array(raw) : dtype === "I32" ? new Int32Array(raw) : null;
-    if (data) tensors.set(name, { dtype: dtype.toLowerCase() as DType, shape, data });
-  }
-  return { metadata: header.__metadata__ ?? {}, tensors };
-}
-
 /** A deterministic N(0, sd) stream (Box-Muller over a 32-bit LCG). */
 function gaussian(seed: number): () => number {
   let s = seed >>> 0;
@@ -43,18 +29,6 @@ function gaussian(seed: number): () => number {
     return (s + 1) / 4294967297;
   };
   return () => Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
-}
-
-function exampleArgs(model: string): { text: string; tensors: HostTensor[] } {
-  const dir = `${ROOT}examples/models/${model}`;
-  const weights = readTensors(`${dir}/weights.safetensors`);
-  const reference = readTensors(`${dir}/reference.safetensors`);
-  const inputs = [...reference.tensors].filter(([k]) => k.startsWith("b1/inputs/")).map(([, t]) => t);
-  const order = JSON.parse(weights.metadata.argument_order ?? "[]") as string[];
-  return {
-    text: readFileSync(`${dir}/model.b1.mlir`, "utf8"),
-    tensors: [...inputs, ...order.map((n) => weights.tensors.get(n) as HostTensor)],
-  };
 }
 
 /** Random arguments from @main's signature; 1-d f32 weights are made positive (BN variances). */
@@ -81,7 +55,10 @@ for (const model of only) {
     }
     const text = readFileSync(path, "utf8");
     source = { text, tensors: randomArgs(text) };
-  } else source = exampleArgs(model);
+  } else {
+    const tensors = exampleArguments(model, 1);
+    source = { text: readFileSync(`${EXAMPLES}${model}/model.b1.mlir`, "utf8"), tensors };
+  }
   const profile = wantProfile ? new Map<string, OpTime>() : undefined;
   const backend = createReactantBackend({ profile });
   const args: DeviceBuffer[] = await Promise.all(source.tensors.map((t) => backend.upload(t)));

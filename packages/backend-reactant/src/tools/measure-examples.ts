@@ -4,36 +4,9 @@
  * engine; with --profile, the ops that take the most time per run.
  */
 import { readFileSync } from "node:fs";
-import type { DType, HostTensor } from "@xlaserve/core";
 import { createReactantBackend } from "../backend.ts";
 import type { OpTime } from "../plan/program.ts";
-
-const EXAMPLES = new URL("../../../../examples/models/", import.meta.url).pathname;
-const SAFETENSORS_DTYPES: Record<string, DType> = {
-  F32: "f32",
-  F64: "f64",
-  I32: "i32",
-  I64: "i64",
-  F16: "f16",
-  BF16: "bf16",
-};
-
-function readTensors(path: string): { metadata: Record<string, string>; tensors: Map<string, HostTensor> } {
-  const bytes = new Uint8Array(readFileSync(path));
-  const headerLength = Number(new DataView(bytes.buffer).getBigUint64(0, true));
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
-  const tensors = new Map<string, HostTensor>();
-  for (const [name, info] of Object.entries(header)) {
-    if (name === "__metadata__") continue;
-    const { dtype, shape, data_offsets } = info as { dtype: string; shape: number[]; data_offsets: [number, number] };
-    const d = SAFETENSORS_DTYPES[dtype];
-    if (!d) continue;
-    const raw = bytes.slice(8 + headerLength + data_offsets[0], 8 + headerLength + data_offsets[1]).buffer;
-    const data = d === "f32" ? new Float32Array(raw) : d === "i32" ? new Int32Array(raw) : new Float64Array(raw);
-    tensors.set(name, { dtype: d, shape, data });
-  }
-  return { metadata: header.__metadata__ ?? {}, tensors };
-}
+import { EXAMPLES, exampleArguments } from "./example-tensors.ts";
 
 const profile = process.argv.includes("--profile") ? new Map<string, OpTime>() : undefined;
 for (const [model, batch] of [
@@ -45,15 +18,8 @@ for (const [model, batch] of [
   ["transformer", 4],
 ] as const) {
   const backend = createReactantBackend({ profile });
-  const dir = `${EXAMPLES}${model}`;
-  const weights = readTensors(`${dir}/weights.safetensors`);
-  const reference = readTensors(`${dir}/reference.safetensors`);
-  const inputs = [...reference.tensors].filter(([k]) => k.startsWith(`b${batch}/inputs/`)).map(([, t]) => t);
-  const order = JSON.parse(weights.metadata.argument_order ?? "[]") as string[];
-  const args = await Promise.all(
-    [...inputs, ...order.map((n) => weights.tensors.get(n) as HostTensor)].map((t) => backend.upload(t)),
-  );
-  const bytes = new Uint8Array(readFileSync(`${dir}/model.b${batch}.mlir`));
+  const args = await Promise.all(exampleArguments(model, batch).map((t) => backend.upload(t)));
+  const bytes = new Uint8Array(readFileSync(`${EXAMPLES}${model}/model.b${batch}.mlir`));
   let compileMs = Number.POSITIVE_INFINITY;
   let exe = await backend.compile({ bytes, format: "text" }, {});
   for (let i = 0; i < 10; i++) {

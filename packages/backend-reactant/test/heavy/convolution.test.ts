@@ -3,6 +3,7 @@ import { isXlaserveError } from "@xlaserve/core";
 import type { NDArray } from "../../src/array.ts";
 import { setForceFallbackGemm } from "../../src/blas/index.ts";
 import { type ConvAttributes, type ConvDimensionNumbers, convolution } from "../../src/kernels/heavy/index.ts";
+import { NHWC_HWIO, symmetricPadding2d } from "./conv-layouts.ts";
 import { naiveConvolution } from "./conv-oracle.ts";
 import { array, expectClose, randInt, randomF32, rng, shuffle } from "./helpers.ts";
 
@@ -93,23 +94,7 @@ describe("convolution", () => {
     // 1x14x14x16 3x3 -> 24: a 196 x 144 x 24 GEMM, above the small-product loop.
     const lhs = randomF32(next, [1, 14, 14, 16]);
     const rhs = randomF32(next, [3, 3, 16, 24]);
-    const attrs: ConvAttributes = {
-      dims: {
-        inputBatch: 0,
-        inputFeature: 3,
-        inputSpatial: [1, 2],
-        kernelInputFeature: 2,
-        kernelOutputFeature: 3,
-        kernelSpatial: [0, 1],
-        outputBatch: 0,
-        outputFeature: 3,
-        outputSpatial: [1, 2],
-      },
-      padding: [
-        [1, 1],
-        [1, 1],
-      ],
-    };
+    const attrs: ConvAttributes = { dims: NHWC_HWIO, padding: symmetricPadding2d(1) };
     const withBlas = convolution(lhs, rhs, attrs);
     setForceFallbackGemm(true);
     try {
@@ -120,46 +105,13 @@ describe("convolution", () => {
     expectClose(withBlas.data as Float32Array, naiveConvolution(lhs, rhs, attrs).data, 1e-5);
   });
 
-  const nhwc: ConvDimensionNumbers = {
-    inputBatch: 0,
-    inputFeature: 3,
-    inputSpatial: [1, 2],
-    kernelInputFeature: 2,
-    kernelOutputFeature: 3,
-    kernelSpatial: [0, 1],
-    outputBatch: 0,
-    outputFeature: 3,
-    outputSpatial: [1, 2],
-  };
-
   test("ResNet-style NHWC/HWIO: 1x1, 3x3 pad 1, 7x7 stride 2", () => {
     const next = rng(7);
     const cases: [number[], number[], ConvAttributes][] = [
-      [[1, 6, 6, 8], [1, 1, 8, 5], { dims: nhwc }],
-      [
-        [2, 6, 5, 4],
-        [3, 3, 4, 3],
-        {
-          dims: nhwc,
-          padding: [
-            [1, 1],
-            [1, 1],
-          ],
-        },
-      ],
-      [
-        [1, 12, 12, 3],
-        [7, 7, 3, 4],
-        {
-          dims: nhwc,
-          windowStrides: [2, 2],
-          padding: [
-            [3, 3],
-            [3, 3],
-          ],
-        },
-      ],
-      [[1, 8, 8, 4], [1, 1, 4, 6], { dims: nhwc, windowStrides: [2, 2] }],
+      [[1, 6, 6, 8], [1, 1, 8, 5], { dims: NHWC_HWIO }],
+      [[2, 6, 5, 4], [3, 3, 4, 3], { dims: NHWC_HWIO, padding: symmetricPadding2d(1) }],
+      [[1, 12, 12, 3], [7, 7, 3, 4], { dims: NHWC_HWIO, windowStrides: [2, 2], padding: symmetricPadding2d(3) }],
+      [[1, 8, 8, 4], [1, 1, 4, 6], { dims: NHWC_HWIO, windowStrides: [2, 2] }],
     ];
     for (const [ls, rs, attrs] of cases) {
       const lhs = randomF32(next, ls);
@@ -172,7 +124,7 @@ describe("convolution", () => {
     const lhs = array("i8", [1, 3, 1], [100, 100, 100]);
     const rhs = array("i8", [2, 1, 1], [2, 1]);
     const dims = {
-      ...nhwc,
+      ...NHWC_HWIO,
       inputSpatial: [1],
       kernelSpatial: [0],
       outputSpatial: [1],
@@ -208,7 +160,7 @@ describe("convolution", () => {
     const lhs = randomF32(rng(1), [1, 4, 4, 4]);
     const rhs = randomF32(rng(2), [3, 3, 3, 2]);
     try {
-      convolution(lhs, rhs, { dims: nhwc });
+      convolution(lhs, rhs, { dims: NHWC_HWIO });
       throw new Error("expected a failure");
     } catch (error) {
       expect(isXlaserveError(error, "INVALID_ARGUMENT")).toBe(true);

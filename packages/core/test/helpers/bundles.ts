@@ -35,6 +35,16 @@ export function editText(path: string, edit: (text: string) => string): void {
   writeFileSync(path, after);
 }
 
+/** Edits only the `func.func @main` line of a module, leaving the body alone. */
+export function editMain(path: string, edit: (line: string) => string): void {
+  editText(path, (text) =>
+    text
+      .split("\n")
+      .map((l) => (l.includes("@main(") ? edit(l) : l))
+      .join("\n"),
+  );
+}
+
 /** A safetensors file split into its JSON header and data section, for tests that corrupt one. */
 export interface SafetensorsParts {
   header: Record<string, unknown>;

@@ -133,28 +133,45 @@ function floatConvolution(
   // Every element is written by a GEMM with beta = 0 below, so stale contents do not matter.
   const out = allocFloats(g.outBatch * positions * g.outChannels, f64);
   const O = g.outChannels;
+  /** `m` rows of `depth` input values (at aOffset, lda apart) times one group's kernel columns, into out at cOffset. */
+  const groupProduct = (
+    group: number,
+    m: number,
+    a: Float32Array | Float64Array,
+    aOffset: number,
+    lda: number,
+    cOffset: number,
+  ): void =>
+    gemm({
+      m,
+      n: g.groupOutChannels,
+      k: depth,
+      a,
+      aOffset,
+      lda,
+      transA: false,
+      b: kernel,
+      bOffset: group * g.groupOutChannels,
+      ldb: O,
+      transB: false,
+      c: out,
+      cOffset,
+      ldc: O,
+      accumulate: false,
+    });
   if (isPointwise(g)) {
     // A 1x1 stride-1 convolution is a plain matrix product over the input as stored, and the
     // output batches of one group are contiguous rows of both input and output.
     for (let group = 0; group < g.groups; group++) {
       const src = groupSource(g, group, 0);
-      gemm({
-        m: g.outBatch * positions,
-        n: g.groupOutChannels,
-        k: depth,
-        a: input,
-        aOffset: src.batchIndex * positions * g.inChannels + src.channelOffset,
-        lda: g.inChannels,
-        transA: false,
-        b: kernel,
-        bOffset: group * g.groupOutChannels,
-        ldb: O,
-        transB: false,
-        c: out,
-        cOffset: group * g.groupOutChannels,
-        ldc: O,
-        accumulate: false,
-      });
+      groupProduct(
+        group,
+        g.outBatch * positions,
+        input,
+        src.batchIndex * positions * g.inChannels + src.channelOffset,
+        g.inChannels,
+        group * g.groupOutChannels,
+      );
     }
     return out;
   }
@@ -167,23 +184,14 @@ function floatConvolution(
       for (let row = 0; row < positions; row += rowsPerChunk) {
         const rowEnd = Math.min(positions, row + rowsPerChunk);
         im2col(g, tables, { data: input, slots: 1, ...src, channelCount: g.groupInChannels }, row, rowEnd, col);
-        gemm({
-          m: rowEnd - row,
-          n: g.groupOutChannels,
-          k: depth,
-          a: col,
-          aOffset: 0,
-          lda: Math.max(1, depth),
-          transA: false,
-          b: kernel,
-          bOffset: group * g.groupOutChannels,
-          ldb: O,
-          transB: false,
-          c: out,
-          cOffset: (n * positions + row) * O + group * g.groupOutChannels,
-          ldc: O,
-          accumulate: false,
-        });
+        groupProduct(
+          group,
+          rowEnd - row,
+          col,
+          0,
+          Math.max(1, depth),
+          (n * positions + row) * O + group * g.groupOutChannels,
+        );
       }
     }
   }

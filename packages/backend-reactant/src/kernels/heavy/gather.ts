@@ -8,7 +8,7 @@ import { type NDArray, alloc, slotsPerElement, strides } from "../../array.ts";
 import { toFloat64 } from "./element-io.ts";
 import { bitExact } from "./permute.ts";
 import { checkAxes, invalid } from "./errors.ts";
-import { batchComponent, forEachIndexBatch, indexBatches } from "./index-batches.ts";
+import { addBatchingOffsets, checkIndexedWindows, forEachIndexBatch } from "./index-batches.ts";
 
 export interface GatherDimensionNumbers {
   readonly offsetDims: readonly number[];
@@ -40,19 +40,18 @@ function gatherShape(operand: NDArray, indices: NDArray, dims: GatherDimensionNu
     if (sliceSizes[d] !== 1)
       throw invalid(OP, `collapsed or batching axis ${d} must have slice size 1, got ${sliceSizes[d]}`);
   }
-  if (dims.indexVectorDim < 0 || dims.indexVectorDim > indices.shape.length)
-    throw invalid(OP, `index_vector_dim ${dims.indexVectorDim} is outside 0..${indices.shape.length}`);
-  const batches = indexBatches(indices.shape, dims.indexVectorDim);
-  if (batches.vectorLength !== dims.startIndexMap.length)
-    throw invalid(
-      OP,
-      `index vectors have ${batches.vectorLength} components but start_index_map has ${dims.startIndexMap.length}`,
-    );
-  if (dims.operandBatchingDims.length !== dims.startIndicesBatchingDims.length)
-    throw invalid(OP, "operand_batching_dims and start_indices_batching_dims differ in length");
-  const windowAxes = [...Array(rank).keys()].filter(
-    (d) => !dims.collapsedSliceDims.includes(d) && !dims.operandBatchingDims.includes(d),
-  );
+  const { batches, windowAxes } = checkIndexedWindows(OP, rank, indices.shape, {
+    indexVectorDim: dims.indexVectorDim,
+    indexMap: dims.startIndexMap,
+    operandBatchingDims: dims.operandBatchingDims,
+    indicesBatchingDims: dims.startIndicesBatchingDims,
+    droppedDims: dims.collapsedSliceDims,
+    names: {
+      indexMap: "start_index_map",
+      operandBatchingDims: "operand_batching_dims",
+      indicesBatchingDims: "start_indices_batching_dims",
+    },
+  });
   const resultRank = batches.batchShape.length + windowAxes.length;
   if (dims.offsetDims.length !== windowAxes.length)
     throw invalid(OP, `offset_dims has ${dims.offsetDims.length} entries, expected ${windowAxes.length}`);
@@ -75,7 +74,7 @@ export function gather(
   dims: GatherDimensionNumbers,
   sliceSizes: readonly number[],
 ): NDArray {
-  const { shape, windowAxes, batchAxes } = gatherShape(operand, startIndices, dims, sliceSizes);
+  const { shape, windowAxes, batchAxes, batches } = gatherShape(operand, startIndices, dims, sliceSizes);
   const result = alloc(operand.type, shape);
   if (result.data.length === 0) return result;
   const moved = bitExact(operand.data, slotsPerElement(operand.type));
@@ -84,7 +83,6 @@ export function gather(
   const operandStrides = strides(operand.shape);
   const resultStrides = strides(shape);
   const start = new Array<number>(operand.shape.length);
-  const batches = indexBatches(startIndices.shape, dims.indexVectorDim);
   // The slice's own shape and the strides it moves with in operand and result.
   const windowShape = windowAxes.map((d) => sliceSizes[d] as number);
   const windowIn = windowAxes.map((d) => (operandStrides[d] as number) * slots);
@@ -100,11 +98,7 @@ export function gather(
       const max = (operand.shape[d] as number) - (sliceSizes[d] as number);
       start[d] = Math.min(Math.max(raw, 0), max);
     });
-    dims.operandBatchingDims.forEach((d, i) => {
-      start[d] =
-        (start[d] as number) +
-        (batchIndex[batchComponent(dims.startIndicesBatchingDims[i] as number, dims.indexVectorDim)] as number);
-    });
+    addBatchingOffsets(start, batchIndex, dims.operandBatchingDims, dims.startIndicesBatchingDims, dims.indexVectorDim);
     let from = 0;
     for (let d = 0; d < start.length; d++) from += (start[d] as number) * (operandStrides[d] as number) * slots;
     let to = 0;

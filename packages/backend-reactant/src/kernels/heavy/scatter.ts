@@ -8,7 +8,7 @@ import { type NDArray, type RegionInfo, type Scalar, strides } from "../../array
 import { type ScalarReader, type ScalarWriter, copyData, scalarReader, scalarWriter, toFloat64 } from "./element-io.ts";
 import { checkAxes, invalid } from "./errors.ts";
 import { rawCombiner } from "./fast-reducer.ts";
-import { batchComponent, forEachIndexBatch, indexBatches } from "./index-batches.ts";
+import { addBatchingOffsets, checkIndexedWindows, forEachIndexBatch } from "./index-batches.ts";
 import { applyInRounds } from "./scatter-rounds.ts";
 
 export interface ScatterDimensionNumbers {
@@ -48,19 +48,18 @@ function checkScatter(
   );
   checkAxes(OP, "scatter_dims_to_operand_dims", dims.scatterDimsToOperandDims, rank);
   checkAxes(OP, "update_window_dims", dims.updateWindowDims, updateShape.length);
-  if (dims.indexVectorDim < 0 || dims.indexVectorDim > indices.shape.length)
-    throw invalid(OP, `index_vector_dim ${dims.indexVectorDim} is outside 0..${indices.shape.length}`);
-  const batches = indexBatches(indices.shape, dims.indexVectorDim);
-  if (batches.vectorLength !== dims.scatterDimsToOperandDims.length)
-    throw invalid(
-      OP,
-      `index vectors have ${batches.vectorLength} components but scatter_dims_to_operand_dims has ${dims.scatterDimsToOperandDims.length}`,
-    );
-  if (dims.inputBatchingDims.length !== dims.scatterIndicesBatchingDims.length)
-    throw invalid(OP, "input_batching_dims and scatter_indices_batching_dims differ in length");
-  const windowAxes = [...Array(rank).keys()].filter(
-    (d) => !dims.insertedWindowDims.includes(d) && !dims.inputBatchingDims.includes(d),
-  );
+  const { batches, windowAxes } = checkIndexedWindows(OP, rank, indices.shape, {
+    indexVectorDim: dims.indexVectorDim,
+    indexMap: dims.scatterDimsToOperandDims,
+    operandBatchingDims: dims.inputBatchingDims,
+    indicesBatchingDims: dims.scatterIndicesBatchingDims,
+    droppedDims: dims.insertedWindowDims,
+    names: {
+      indexMap: "scatter_dims_to_operand_dims",
+      operandBatchingDims: "input_batching_dims",
+      indicesBatchingDims: "scatter_indices_batching_dims",
+    },
+  });
   if (windowAxes.length !== dims.updateWindowDims.length)
     throw invalid(OP, `update_window_dims has ${dims.updateWindowDims.length} entries, expected ${windowAxes.length}`);
   const scatterAxes = [...Array(updateShape.length).keys()].filter((a) => !dims.updateWindowDims.includes(a));
@@ -135,11 +134,7 @@ export function scatter(
     dims.scatterDimsToOperandDims.forEach((d, c) => {
       start[d] = indices[vectorOffset + c * batches.vectorStride] as number;
     });
-    dims.inputBatchingDims.forEach((d, i) => {
-      start[d] =
-        (start[d] as number) +
-        (batchIndex[batchComponent(dims.scatterIndicesBatchingDims[i] as number, dims.indexVectorDim)] as number);
-    });
+    addBatchingOffsets(start, batchIndex, dims.inputBatchingDims, dims.scatterIndicesBatchingDims, dims.indexVectorDim);
     // The whole window must fit; XLA drops the update otherwise.
     for (let d = 0; d < operandShape.length; d++) {
       const j = windowAxes.indexOf(d);

@@ -109,7 +109,8 @@ export function triangularSolve(a: NDArray, b: NDArray, attrs: TriangularSolveAt
     const base = batch * rows * cols;
     if (m === 1) {
       // XLA's degenerate case: one division (or nothing for a unit diagonal).
-      if (!attrs.unitDiagonal) solveLeft(tr, ti, 1, rows * cols, X, base, true, round);
+      if (!attrs.unitDiagonal)
+        substitute(tr, ti, 1, rows * cols, X, base, true, leftSideStrides(1, rows * cols), round);
     } else if (batches > DIRECT_MIN_BATCH && m < DIRECT_MAX_SIZE) {
       solveDirectly(tr, ti, m, X, base, rows, cols, attrs.leftSide, opLower, attrs.unitDiagonal, round);
     } else if (m <= BLOCK_SIZE) {
@@ -120,68 +121,66 @@ export function triangularSolve(a: NDArray, b: NDArray, attrs: TriangularSolveAt
           ? [inv.re[c * m + r] as number, conjugate * (inv.im[c * m + r] as number)]
           : [inv.re[r * m + c] as number, inv.im[r * m + c] as number];
       multiplyByInverse(p, m, X, base, rows, cols, attrs.leftSide, round);
-    } else if (attrs.leftSide) solveLeft(tr, ti, m, cols, X, base, opLower, round);
-    else solveRight(tr, ti, m, rows, X, base, opLower, round);
+    } else if (attrs.leftSide) substitute(tr, ti, m, cols, X, base, opLower, leftSideStrides(m, cols), round);
+    else substitute(tr, ti, m, rows, X, base, !opLower, rightSideStrides(m), round);
   }
   return join(b.type, [...b.shape], X);
 }
 
-/** op(a) x = b, x is m x n, substitution down (lower) or up (upper) the rows. */
-function solveLeft(
+/** Which axis of x and of op(a) the substitution walks: the only difference between the two sides. */
+interface SubstitutionStrides {
+  /** Step in x between consecutive unknowns of one system. */
+  readonly unknown: number;
+  /** Step in x between the n independent systems. */
+  readonly other: number;
+  /** Step in op(a) per target unknown, and per source unknown it depends on. */
+  readonly target: number;
+  readonly source: number;
+}
+
+/**
+ * op(a) x = b with x m x n: unknown i of column c sits at row i, and op(a)'s row i links it to
+ * the others; substitution runs down the rows for a lower op(a), up for an upper one.
+ */
+const leftSideStrides = (m: number, n: number): SubstitutionStrides => ({ unknown: n, other: 1, target: m, source: 1 });
+/**
+ * x op(a) = b with x n x m: unknown j of row r sits at column j, and op(a)'s column j links it
+ * to the others; an upper op(a) makes column j depend on earlier columns, so it runs forward.
+ */
+const rightSideStrides = (m: number): SubstitutionStrides => ({ unknown: 1, other: m, target: 1, source: m });
+
+/**
+ * Forward (or backward) substitution for n systems of m unknowns at once: each unknown is its
+ * right-hand side less the already solved unknowns times their coefficients, over the diagonal.
+ */
+function substitute(
   tr: Float64Array,
   ti: Float64Array,
   m: number,
   n: number,
   X: Split,
   base: number,
-  lower: boolean,
+  forward: boolean,
+  at: SubstitutionStrides,
   round: Round,
 ): void {
   for (let step = 0; step < m; step++) {
-    const i = lower ? step : m - 1 - step;
+    const i = forward ? step : m - 1 - step;
     for (let c = 0; c < n; c++) {
-      let sr = X.re[base + i * n + c] as number;
-      let si = X.im[base + i * n + c] as number;
+      const row = base + c * at.other;
+      let sr = X.re[row + i * at.unknown] as number;
+      let si = X.im[row + i * at.unknown] as number;
       for (let j = 0; j < m; j++) {
-        if (j === i || (lower ? j > i : j < i)) continue;
-        const ar = tr[i * m + j] as number;
-        const ai = ti[i * m + j] as number;
-        const xr = X.re[base + j * n + c] as number;
-        const xi = X.im[base + j * n + c] as number;
+        if (j === i || (forward ? j > i : j < i)) continue;
+        const ar = tr[i * at.target + j * at.source] as number;
+        const ai = ti[i * at.target + j * at.source] as number;
+        const xr = X.re[row + j * at.unknown] as number;
+        const xi = X.im[row + j * at.unknown] as number;
         sr = round(sr - round(round(ar * xr) - round(ai * xi)));
         si = round(si - round(round(ar * xi) + round(ai * xr)));
       }
-      divideInto(X, base + i * n + c, sr, si, tr[i * m + i] as number, ti[i * m + i] as number, round);
-    }
-  }
-}
-
-/** x op(a) = b, x is n x m: column j of x needs the columns k that op(a) links to it. */
-function solveRight(
-  tr: Float64Array,
-  ti: Float64Array,
-  m: number,
-  n: number,
-  X: Split,
-  base: number,
-  lower: boolean,
-  round: Round,
-): void {
-  for (let step = 0; step < m; step++) {
-    const j = lower ? m - 1 - step : step;
-    for (let r = 0; r < n; r++) {
-      let sr = X.re[base + r * m + j] as number;
-      let si = X.im[base + r * m + j] as number;
-      for (let k = 0; k < m; k++) {
-        if (k === j || (lower ? k < j : k > j)) continue;
-        const ar = tr[k * m + j] as number;
-        const ai = ti[k * m + j] as number;
-        const xr = X.re[base + r * m + k] as number;
-        const xi = X.im[base + r * m + k] as number;
-        sr = round(sr - round(round(xr * ar) - round(xi * ai)));
-        si = round(si - round(round(xr * ai) + round(xi * ar)));
-      }
-      divideInto(X, base + r * m + j, sr, si, tr[j * m + j] as number, ti[j * m + j] as number, round);
+      const diagonal = i * at.target + i * at.source;
+      divideInto(X, row + i * at.unknown, sr, si, tr[diagonal] as number, ti[diagonal] as number, round);
     }
   }
 }

@@ -78,28 +78,31 @@ export function forEachTap(
   tap: number[],
   visit: (inputOffset: number) => void,
 ): void {
-  const rank = g.window.length;
   const taps = g.window.reduce((p, w) => p * w, 1);
   tap.fill(0);
   for (let t = 0; t < taps; t++) {
-    let offset = 0;
-    for (let d = 0; d < rank; d++) {
-      const at = (g.tables[d] as Int32Array)[
-        (outIndex[d] as number) * (g.window[d] as number) + (tap[d] as number)
-      ] as number;
-      if (at < 0) {
-        offset = -1;
-        break;
-      }
-      offset += at * (inStrides[d] as number);
-    }
+    const offset = tapInputOffset(g, outIndex, tap, inStrides);
     if (offset >= 0) visit(offset);
-    for (let d = rank - 1; d >= 0; d--) {
-      tap[d] = (tap[d] as number) + 1;
-      if ((tap[d] as number) < (g.window[d] as number)) break;
-      tap[d] = 0;
-    }
+    nextIndex(tap, g.window);
   }
+}
+
+/** Input element offset of output position `outIndex` under tap `tap`; -1 where it falls outside the input. */
+function tapInputOffset(
+  g: WindowGeometry,
+  outIndex: readonly number[],
+  tap: readonly number[],
+  inStrides: readonly number[],
+): number {
+  let offset = 0;
+  for (let d = 0; d < g.window.length; d++) {
+    const at = (g.tables[d] as Int32Array)[
+      (outIndex[d] as number) * (g.window[d] as number) + (tap[d] as number)
+    ] as number;
+    if (at < 0) return -1;
+    offset += at * (inStrides[d] as number);
+  }
+  return offset;
 }
 
 /** Advances a row-major multi-index; false once it wraps past the end. */
@@ -123,17 +126,7 @@ export function tapOffsets(
   const index = new Array<number>(rank).fill(0);
   let anyValid = false;
   for (let o = 0; o < out.length; o++) {
-    let offset = 0;
-    for (let d = 0; d < rank; d++) {
-      const at = (g.tables[d] as Int32Array)[
-        (index[d] as number) * (g.window[d] as number) + (tap[d] as number)
-      ] as number;
-      if (at < 0) {
-        offset = -1;
-        break;
-      }
-      offset += at * (inStrides[d] as number);
-    }
+    const offset = tapInputOffset(g, index, tap, inStrides);
     out[o] = offset;
     if (offset >= 0) anyValid = true;
     nextIndex(index, g.outShape);
