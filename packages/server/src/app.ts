@@ -4,7 +4,7 @@ import { Elysia } from "elysia";
 import type { ServerAppOptions } from "./config.ts";
 import { healthController } from "./health/controller.ts";
 import { HttpError, statusForCode } from "./http-error.ts";
-import { inferController } from "./infer/controller.ts";
+import { inferController, inferRoutes } from "./infer/controller.ts";
 import { InferService } from "./infer/service.ts";
 import { metadataController } from "./metadata/controller.ts";
 import { metricsController } from "./metrics/controller.ts";
@@ -22,7 +22,9 @@ export function createServerApp(options: ServerAppOptions) {
     name: "xlaserve.server",
     // Bun's own limit is only a backstop (its 413 has no JSON body); the infer codec enforces
     // maxBodyBytes itself with a message naming the limit.
-    serve: { maxRequestBodySize: config.maxBodyBytes * 2 + 1024 * 1024 },
+    // The infer routes go straight to the service through Bun's route table (see inferRoutes);
+    // Elysia merges these over the handlers it maps for the same paths.
+    serve: { maxRequestBodySize: config.maxBodyBytes * 2 + 1024 * 1024, routes: inferRoutes(infer) },
   })
     .onError(({ code, error, request }) => {
       const { status, message } = describeError(code, error, request);

@@ -112,11 +112,12 @@ function checkDatatype(label: string, spec: TensorSpec, datatype: string): DType
 
 /** Returns the batch size when the tensor has a batch axis, else -1. */
 function checkShape(label: string, spec: TensorSpec, shape: readonly number[], maxBatch: number): number {
-  const expected = clientShape(spec);
-  const shown = `[${shape.join(", ")}]`;
+  // Only the error messages need these; built on demand, off the per-request path.
+  const expected = () => clientShape(spec).join(", ");
+  const shown = () => `[${shape.join(", ")}]`;
   if (shape.length !== spec.dims.length) {
     throw badRequest(
-      `${label}: shape ${shown} has ${shape.length} axes but the model expects ${spec.dims.length} ([${expected.join(", ")}])`,
+      `${label}: shape ${shown()} has ${shape.length} axes but the model expects ${spec.dims.length} ([${expected()}])`,
     );
   }
   let batch = -1;
@@ -125,18 +126,18 @@ function checkShape(label: string, spec: TensorSpec, shape: readonly number[], m
     const dim = spec.dims[axis];
     if (!dim) continue;
     if (!Number.isInteger(size) || size < 0) {
-      throw badRequest(`${label}: shape ${shown} axis ${axis} is not a non-negative integer`);
+      throw badRequest(`${label}: shape ${shown()} axis ${axis} is not a non-negative integer`);
     }
     if (dim.kind === "fixed" && size !== dim.size) {
       throw badRequest(
-        `${label}: shape ${shown} axis ${axis} is ${size} but the model expects ${dim.size} ([${expected.join(", ")}])`,
+        `${label}: shape ${shown()} axis ${axis} is ${size} but the model expects ${dim.size} ([${expected()}])`,
       );
     }
     if (dim.kind === "batch") {
-      if (size === 0) throw badRequest(`${label}: batch size 0 (shape ${shown}); a request needs at least one item`);
+      if (size === 0) throw badRequest(`${label}: batch size 0 (shape ${shown()}); a request needs at least one item`);
       if (size > maxBatch) {
         throw badRequest(
-          `${label}: batch size ${size} (shape ${shown}) exceeds the model's maximum batch size ${maxBatch}`,
+          `${label}: batch size ${size} (shape ${shown()}) exceeds the model's maximum batch size ${maxBatch}`,
         );
       }
       batch = size;
