@@ -165,10 +165,51 @@ export class ModelRegistry implements ModelRegistryView {
       await Promise.all(
         discoverBundles(this.repository).map((b) => this.loadFromDir(b.name, b.dir, { throwOnError: false })),
       );
+      await this.settleStartupBudget();
     } finally {
       this.starting = false;
     }
     this.resolveBudget("startup");
+  }
+
+  /**
+   * Startup admission, independent of the order the loads happened to finish in: with every
+   * model's scratch known, the largest model whose weights have no room is refused, and the budget
+   * is recomputed (its scratch no longer counts), until every remaining model fits.
+   */
+  private async settleStartupBudget(): Promise<void> {
+    for (;;) {
+      const misfit = this.misfits(this.models()).sort(
+        (a, b) => b.model.weightBytes - a.model.weightBytes || a.model.name.localeCompare(b.model.name),
+      )[0];
+      if (!misfit) return;
+      const { model, roomBytes } = misfit;
+      const slot = this.slots.get(model.name);
+      if (!slot) return;
+      slot.current = null;
+      model.retire(null);
+      await model.drain();
+      model.dispose();
+      const b = this.budgetFor(this.models().concat(model));
+      this.refuse(
+        slot,
+        `weights (${formatBytes(model.weightBytes)}) exceed the weight pool (${formatBytes(roomBytes)}) with every model's run scratch counted (limit ${formatBytes(b.limitBytes)}, fraction ${b.fraction}, wiggle ${b.wiggle}, max scratch ${formatBytes(b.maxScratchBytes)})`,
+      );
+    }
+  }
+
+  /** Bytes a model of this residency may hold under a budget (`own`: its weights, if among the pinned). */
+  private roomFor(budget: WeightBudget, residency: Residency, ownPinned: number): number {
+    return residency === "pinned" ? budget.poolBytes - (budget.pinnedBytes - ownPinned) : budget.onDemandBytes;
+  }
+
+  /** Models whose weights have no room under the budget of exactly this set. */
+  private misfits(models: readonly RuntimeModel[]): Array<{ model: RuntimeModel; roomBytes: number }> {
+    const b = this.budgetFor(models);
+    return models.flatMap((m) => {
+      const roomBytes = this.roomFor(b, m.residency, m.residency === "pinned" ? m.weightBytes : 0);
+      return m.weightBytes > roomBytes ? [{ model: m, roomBytes }] : [];
+    });
   }
 
   /**
@@ -424,15 +465,16 @@ export class ModelRegistry implements ModelRegistryView {
       const weightBytes = hostWeights.reduce((a, t) => a + t.data.byteLength, 0);
       const residency = this.residencyFor(name);
 
-      // Refuse before uploading anything when the weights alone cannot fit the pool.
+      // Refuse before uploading anything when the weights alone cannot fit the pool. At start the
+      // other models' scratch and pins are not all known yet (loads overlap in any order): only
+      // weights no budget could hold are refused here; settleStartupBudget() decides the rest.
       const others = this.models().filter((m) => m.name !== name);
-      const pre = this.budgetFor(others);
-      const pinnedOthers = others.filter((m) => m.residency === "pinned").reduce((a, m) => a + m.weightBytes, 0);
-      const room = residency === "pinned" ? pre.poolBytes - pinnedOthers : pre.poolBytes;
+      const pre = this.starting ? this.budgetFor([]) : this.budgetFor(others);
+      const room = this.roomFor(pre, residency, 0);
       if (weightBytes > room) {
         throw this.refuse(
           slot,
-          `weights (${formatBytes(weightBytes)}) exceed the weight pool (${formatBytes(room)}${residency === "pinned" ? " left after pinned models" : ""}; limit ${formatBytes(pre.limitBytes)}, fraction ${pre.fraction}, wiggle ${pre.wiggle}, max scratch ${formatBytes(pre.maxScratchBytes)})`,
+          `weights (${formatBytes(weightBytes)}) exceed the weight pool (${formatBytes(room)}${residency === "pinned" && pre.pinnedBytes > 0 ? " left after pinned models" : ""}; limit ${formatBytes(pre.limitBytes)}, fraction ${pre.fraction}, wiggle ${pre.wiggle}, max scratch ${formatBytes(pre.maxScratchBytes)})`,
         );
       }
 
@@ -485,15 +527,18 @@ export class ModelRegistry implements ModelRegistryView {
         }
       }
 
-      // Re-check with this model's measured scratch included.
-      const after = this.budgetFor([...others, model]);
-      const roomAfter =
-        residency === "pinned" ? after.poolBytes - (after.pinnedBytes - model.weightBytes) : after.poolBytes;
-      if (weightBytes > roomAfter) {
-        throw this.refuse(
-          slot,
-          `weights (${formatBytes(weightBytes)}) exceed the weight pool (${formatBytes(roomAfter)}) once its run scratch (${formatBytes(probe.scratchBytes)}) is counted`,
-        );
+      // Re-check with this model's measured scratch included: admitting it must leave every
+      // model's weights room (its scratch may shrink the pool under a model admitted before).
+      if (!this.starting) {
+        const misfit = this.misfits([...others, model])[0];
+        if (misfit) {
+          throw this.refuse(
+            slot,
+            misfit.model === model
+              ? `weights (${formatBytes(weightBytes)}) exceed the weight pool (${formatBytes(misfit.roomBytes)}) once its run scratch (${formatBytes(probe.scratchBytes)}) is counted`
+              : `its run scratch (${formatBytes(probe.scratchBytes)}) would shrink the weight pool to ${formatBytes(misfit.roomBytes)}, too small for the weights of ${misfit.model.name} (${formatBytes(misfit.model.weightBytes)})`,
+          );
+        }
       }
 
       if (this.draining) throw new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");

@@ -162,7 +162,12 @@ export class FakeBackend implements AbstractBackend {
 /** Programs for the fake engine: results from each module's parsed @main signature. */
 export function fakePrograms(
   backend: FakeBackend,
-  opts: { scratchPerRow?: number; compileMs?: number } = {},
+  opts: {
+    /** Run scratch per batch row, for every bundle or per bundle name. */
+    scratchPerRow?: number | ((bundle: string) => number);
+    /** Simulated compile time, for every bundle or per bundle name (to order concurrent loads). */
+    compileMs?: number | ((bundle: string) => number);
+  } = {},
 ): ProgramSource & {
   calls: Array<{ bundle: string; file: string }>;
 } {
@@ -173,13 +178,12 @@ export function fakePrograms(
     // Compile-time scratch: raises the peak mark, which the probe must reset.
     backend.alloc(backend.compileScratch);
     backend.free(backend.compileScratch);
-    if (opts.compileMs) await Bun.sleep(opts.compileMs);
-    const exe = new FakeExecutable(
-      bundle.manifest.executableInputs.length,
-      module.signature.results,
-      opts.scratchPerRow ?? 1000,
-    );
-    return { executable: exe, outcome: "miss", compileMs: opts.compileMs ?? 0, loadMs: 0 };
+    const compileMs = typeof opts.compileMs === "function" ? opts.compileMs(bundle.name) : (opts.compileMs ?? 0);
+    if (compileMs > 0) await Bun.sleep(compileMs);
+    const scratchPerRow =
+      typeof opts.scratchPerRow === "function" ? opts.scratchPerRow(bundle.name) : (opts.scratchPerRow ?? 1000);
+    const exe = new FakeExecutable(bundle.manifest.executableInputs.length, module.signature.results, scratchPerRow);
+    return { executable: exe, outcome: "miss", compileMs, loadMs: 0 };
   };
   return Object.assign(source, { calls });
 }

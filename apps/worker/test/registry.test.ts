@@ -20,10 +20,15 @@ afterEach(() => {
   repo = null;
 });
 
-function setup(models: string[], memory: Partial<RegistryOptions["memory"]> = {}, dynamicBatching = true) {
+function setup(
+  models: string[],
+  memory: Partial<RegistryOptions["memory"]> = {},
+  dynamicBatching = true,
+  programOptions: Parameters<typeof fakePrograms>[1] = {},
+) {
   repo = makeRepo(models);
   const backend = new FakeBackend();
-  const programs = fakePrograms(backend);
+  const programs = fakePrograms(backend, programOptions);
   const logs = collectLogs();
   const registry = new ModelRegistry({
     repository: repo.repository,
@@ -146,6 +151,62 @@ describe("registry, probe and budget (fake engine)", () => {
     expect(index.mlp?.state).toBe("UNAVAILABLE");
     expect(index.mlp?.reason).toContain("exceed the weight pool");
     expect(registry.getModel("mlp")).toBeUndefined();
+  });
+
+  // cnn's run scratch is large, mlp's weights are the larger: a limit whose pool holds mlp only
+  // while cnn's scratch is not counted.
+  const bigScratch = 2_000_000;
+  const scratchFor = (b: string) => (b === "cnn" ? bigScratch : 10);
+  /** Weights and measured scratch per model, from a registry without a limit. */
+  async function figuresOf(): Promise<Record<string, { weights: number; scratch: number }>> {
+    const { registry } = setup(["mlp", "cnn"], {}, true, { scratchPerRow: scratchFor });
+    await registry.loadAll();
+    const f = Object.fromEntries(
+      registry.models().map((m) => [m.name, { weights: m.weightBytes, scratch: m.scratchBytes }]),
+    );
+    await registry.shutdown();
+    repo?.cleanup();
+    repo = null;
+    return f;
+  }
+
+  for (const first of ["mlp", "cnn"])
+    test(`startup refusals do not depend on load order (${first} finishes loading first)`, async () => {
+      const f = await figuresOf();
+      const [mlp, cnn, cnnScratch] = [f.mlp?.weights ?? 0, f.cnn?.weights ?? 0, f.cnn?.scratch ?? 0];
+      expect(mlp).toBeGreaterThan(cnn);
+      expect(cnnScratch).toBeGreaterThan(bigScratch);
+      const limit = cnnScratch + Math.floor((mlp + cnn) / 2);
+      const { registry, logs } = setup(["mlp", "cnn"], { limitBytes: limit }, true, {
+        scratchPerRow: scratchFor,
+        compileMs: (b) => (b === first ? 1 : 60),
+      });
+      await registry.loadAll();
+      const index = Object.fromEntries(registry.repositoryIndex().map((e) => [e.name, e]));
+      expect(index.cnn?.state).toBe("READY");
+      expect(index.mlp?.state).toBe("UNAVAILABLE");
+      expect(index.mlp?.reason).toContain("with every model's run scratch counted");
+      expect(logs.find("model refused").map((l) => l.model)).toEqual(["mlp"]);
+      const b = registry.currentBudget();
+      expect(b?.maxScratchBytes).toBe(cnnScratch);
+      for (const m of registry.models()) expect(m.weightBytes).toBeLessThanOrEqual(b?.onDemandBytes ?? 0);
+    });
+
+  test("a model loaded later whose scratch would squeeze out a serving model's weights is refused", async () => {
+    const f = await figuresOf();
+    const mlp = f.mlp?.weights ?? 0;
+    const limit = (f.mlp?.scratch ?? 0) + mlp + bigScratch / 2; // mlp fits beside its own scratch, not cnn's
+    const { registry, repo } = setup(["mlp"], { limitBytes: limit }, true, { scratchPerRow: scratchFor });
+    await registry.loadAll();
+    copyBundle("cnn", join(repo.repository, "cnn"));
+    await expect(registry.load("cnn")).rejects.toThrow(
+      /would shrink the weight pool .* too small for the weights of mlp/,
+    );
+    const index = Object.fromEntries(registry.repositoryIndex().map((e) => [e.name, e]));
+    expect(index.mlp?.state).toBe("READY");
+    expect(index.cnn?.state).toBe("UNAVAILABLE");
+    expect(registry.currentBudget()?.maxScratchBytes).toBeLessThan(bigScratch);
+    expect((await inferMlp(registry)).length).toBe(10);
   });
 
   test("pinned models count against the pool and are never evicted", async () => {
