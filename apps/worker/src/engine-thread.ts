@@ -6,6 +6,7 @@
  */
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
 import { isXlaserveError, viewTyped } from "@xlaserve/core";
+import { type RunCall, type RunReply, decodeRunCalls, encodeRunReplies, isRunCalls } from "./run-wire.ts";
 
 declare const self: Worker;
 
@@ -122,26 +123,20 @@ async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; 
       };
     }
     case "run": {
-      // upload + execute + download + free in one round trip (the request path).
-      const exe = need(executables, msg.handle as number, "program");
-      const uploaded: DeviceBuffer[] = [];
-      let out: DeviceBuffer[] = [];
-      try {
-        for (const t of msg.inputs as WireTensor[]) uploaded.push(await be.upload(fromWire(t)));
-        const resident = (msg.resident as number[]).map((h) => need(buffers, h, "buffer"));
-        out = await be.execute(exe, [...uploaded, ...resident]);
-        const wires: WireTensor[] = [];
-        const transfer: ArrayBuffer[] = [];
-        for (const b of out) {
-          const w = toWire(await be.download(b));
-          wires.push(w.wire);
-          transfer.push(...w.transfer);
-        }
-        return { value: wires, transfer };
-      } finally {
-        for (const b of uploaded) b.dispose();
-        for (const b of out) b.dispose();
+      const outputs = await runOnce(be, {
+        id: 0,
+        handle: msg.handle as number,
+        inputs: (msg.inputs as WireTensor[]).map(fromWire),
+        resident: msg.resident as number[],
+      });
+      const wires: WireTensor[] = [];
+      const transfer: ArrayBuffer[] = [];
+      for (const t of outputs) {
+        const w = toWire(t);
+        wires.push(w.wire);
+        transfer.push(...w.transfer);
       }
+      return { value: wires, transfer };
     }
     case "resetPeakMemory":
       be.resetPeakMemory(msg.device as number | undefined);
@@ -161,12 +156,57 @@ async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; 
   }
 }
 
+/** upload + execute + download + free in one round trip (the request path). */
+async function runOnce(be: AbstractBackend, call: RunCall): Promise<HostTensor[]> {
+  const exe = need(executables, call.handle, "program");
+  const uploaded: DeviceBuffer[] = [];
+  let out: DeviceBuffer[] = [];
+  try {
+    for (const t of call.inputs) uploaded.push(await be.upload(t));
+    const resident = call.resident.map((h) => need(buffers, h, "buffer"));
+    out = await be.execute(exe, [...uploaded, ...resident]);
+    const results: HostTensor[] = [];
+    for (const b of out) results.push(await be.download(b));
+    return results;
+  } finally {
+    for (const b of uploaded) b.dispose();
+    for (const b of out) b.dispose();
+  }
+}
+
+function wireError(err: unknown): { code: string; message: string; details: Record<string, unknown> } {
+  return isXlaserveError(err)
+    ? { code: err.code, message: err.message, details: err.details }
+    : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), details: {} };
+}
+
+/** A packed batch of run calls (the request path), answered packed. */
+async function serveRunBatch(packed: ArrayBuffer): Promise<void> {
+  const replies: RunReply[] = [];
+  for (const call of decodeRunCalls(packed)) {
+    try {
+      const be = backend;
+      if (!be) throw new Error("the engine thread has no backend");
+      replies.push({ id: call.id, ok: true, outputs: await runOnce(be, call) });
+    } catch (err) {
+      replies.push({ id: call.id, ok: false, error: wireError(err) });
+    }
+  }
+  const reply = encodeRunReplies(replies, stats());
+  self.postMessage(reply, [reply]);
+}
+
 // One call at a time, in arrival order: a peak reset lands exactly between the calls around it.
 // Calls arrive in batches (threaded-backend.ts) and are answered with one message per batch.
 let chain: Promise<void> = Promise.resolve();
 
 self.onmessage = (event: MessageEvent) => {
-  const { calls } = event.data as { calls: Record<string, unknown>[] };
+  const data = event.data as unknown;
+  if (isRunCalls(data)) {
+    chain = chain.then(() => serveRunBatch(data));
+    return;
+  }
+  const { calls } = data as { calls: Record<string, unknown>[] };
   chain = chain.then(() => serveBatch(calls));
 };
 
@@ -180,10 +220,7 @@ async function serveBatch(calls: Record<string, unknown>[]): Promise<void> {
       if (id !== 0) replies.push({ id, ok: true, value: r.value });
       if (r.transfer && id !== 0) transfer.push(...r.transfer);
     } catch (err) {
-      const error = isXlaserveError(err)
-        ? { code: err.code, message: err.message, details: err.details }
-        : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), details: {} };
-      replies.push({ id, ok: false, error });
+      replies.push({ id, ok: false, error: wireError(err) });
     }
   }
   self.postMessage({ replies, stats: stats() }, transfer);

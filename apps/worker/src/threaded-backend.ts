@@ -11,6 +11,7 @@ import type {
   ModuleSource,
 } from "@xlaserve/core";
 import { XlaserveError, viewTyped } from "@xlaserve/core";
+import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies } from "./run-wire.ts";
 
 /**
  * An AbstractBackend whose engine runs on its own thread (a Bun Worker hosting engine-thread.ts):
@@ -100,7 +101,8 @@ export class ThreadedBackend implements AbstractBackend {
   private info: { name: BackendName; identity: BackendIdentity; devices: DeviceInfo[] } | null = null;
   private closed = false;
   private failure: XlaserveError | null = null;
-  private outbox: Record<string, unknown>[] = [];
+  /** Calls waiting for the batch in flight to come back: control calls or packed run calls. */
+  private outbox: Array<Record<string, unknown> | RunCall> = [];
   private outboxTransfer: ArrayBuffer[] = [];
   /** A batch is with the engine thread (its answer not back yet). */
   private inFlight = false;
@@ -108,6 +110,20 @@ export class ThreadedBackend implements AbstractBackend {
   private constructor() {
     this.worker = new Worker(new URL("./engine-thread.ts", import.meta.url).href);
     this.worker.onmessage = (event: MessageEvent) => {
+      if (isRunReplies(event.data)) {
+        const { replies, stats } = decodeRunReplies(event.data);
+        if (stats) this.stats = stats;
+        this.inFlight = false;
+        this.flush();
+        for (const r of replies) {
+          const p = this.pending.get(r.id);
+          if (!p) continue;
+          this.pending.delete(r.id);
+          if (r.ok) p.resolve(r.outputs);
+          else p.reject(new XlaserveError(r.error.code as XlaserveError["code"], r.error.message, r.error.details));
+        }
+        return;
+      }
       const batch = event.data as { replies: Reply[]; stats: MemoryStats | null };
       if (batch.stats) this.stats = batch.stats;
       this.inFlight = false;
@@ -183,7 +199,15 @@ export class ThreadedBackend implements AbstractBackend {
     this.outbox = [];
     this.outboxTransfer = [];
     this.inFlight = true;
-    this.worker.postMessage({ calls }, transfer);
+    // The request path's batches (run calls only) travel packed; anything else as objects, with
+    // run calls spelled out, so the order of a mixed batch holds.
+    if (calls.every(isRunCall)) {
+      const packed = encodeRunCalls(calls);
+      this.worker.postMessage(packed, [packed]);
+      return;
+    }
+    const objects = calls.map((c) => (isRunCall(c) ? runCallObject(c) : c));
+    this.worker.postMessage({ calls: objects }, transfer);
   }
 
   get name(): BackendName {
@@ -262,33 +286,21 @@ export class ThreadedBackend implements AbstractBackend {
     inputs: readonly HostTensor[],
     weights: readonly DeviceBuffer[],
   ): Promise<HostTensor[]> {
-    const transfer: ArrayBuffer[] = [];
-    const wires = inputs.map((t) => {
-      const d = t.data;
-      const copy = new Uint8Array(d.byteLength);
-      copy.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-      transfer.push(copy.buffer);
-      return { dtype: t.dtype, shape: [...t.shape], bytes: copy.buffer };
+    if (this.closed) throw new XlaserveError("DISPOSED", "the backend was disposed");
+    if (this.failure) throw this.failure;
+    const id = this.nextId++;
+    const call: RunCall = {
+      id,
+      handle: (executable as ThreadExecutable).handle,
+      inputs,
+      resident: weights.map((w) => (w as ThreadBuffer).handle),
+    };
+    return new Promise<HostTensor[]>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      // Packed when the batch leaves (encodeRunCalls copies the inputs then).
+      this.outbox.push(call);
+      if (!this.inFlight) this.flush();
     });
-    const out = (await this.call(
-      "run",
-      {
-        handle: (executable as ThreadExecutable).handle,
-        inputs: wires,
-        resident: weights.map((w) => (w as ThreadBuffer).handle),
-      },
-      transfer,
-    )) as Array<{ dtype: HostTensor["dtype"]; shape: number[]; bytes: ArrayBuffer }>;
-    return out.map((w) => ({
-      dtype: w.dtype,
-      shape: w.shape,
-      data: viewTyped(
-        w.dtype,
-        w.bytes,
-        0,
-        w.shape.reduce((a, b) => a * b, 1),
-      ),
-    }));
   }
 
   memoryStats(): MemoryStats {
@@ -316,4 +328,24 @@ export class ThreadedBackend implements AbstractBackend {
     this.closed = true;
     this.worker.terminate();
   }
+}
+
+function isRunCall(c: Record<string, unknown> | RunCall): c is RunCall {
+  return (c as RunCall).inputs !== undefined && (c as Record<string, unknown>).op === undefined;
+}
+
+/** A run call in the object form (mixed batches): inputs as transferable private copies. */
+function runCallObject(c: RunCall): Record<string, unknown> {
+  return {
+    id: c.id,
+    op: "run",
+    handle: c.handle,
+    resident: c.resident,
+    inputs: c.inputs.map((t) => {
+      const d = t.data;
+      const copy = new Uint8Array(d.byteLength);
+      copy.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+      return { dtype: t.dtype, shape: [...t.shape], bytes: copy.buffer };
+    }),
+  };
 }

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Registry } from "prom-client";
+import { type CounterSeries, HotCounter, HotGauge, HotHistogram, type HistogramSeries } from "./hot-series.ts";
 
 /**
  * Every Prometheus series the worker exposes, with ReactantServer's names where it has them.
@@ -10,32 +11,27 @@ export class Metrics {
   readonly registry = new Registry();
 
   /** Finished infer requests by model and HTTP status code ("200", "400", ...). */
-  readonly requests = new Counter({
-    name: "worker_requests_total",
-    help: "Inference requests answered, by model and HTTP status",
-    labelNames: ["model", "status"] as const,
-    registers: [this.registry],
-  });
-  readonly requestLatency = new Histogram({
-    name: "worker_request_latency_seconds",
-    help: "Inference request latency from body read to response, in seconds",
-    labelNames: ["model"] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [this.registry],
-  });
+  readonly requests = new HotCounter(
+    "worker_requests_total",
+    "Inference requests answered, by model and HTTP status",
+    ["model", "status"],
+    this.registry,
+  );
+  readonly requestLatency = new HotHistogram(
+    "worker_request_latency_seconds",
+    "Inference request latency from body read to response, in seconds",
+    ["model"],
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    this.registry,
+  );
   /** Requests waiting for a model's concurrency slot (set by the worker's scheduler). */
-  readonly queueDepth = new Gauge({
-    name: "worker_queue_depth",
-    help: "Requests queued per model",
-    labelNames: ["model"] as const,
-    registers: [this.registry],
-  });
-  readonly computeSeconds = new Counter({
-    name: "worker_compute_seconds_total",
-    help: "Seconds spent executing programs, per model",
-    labelNames: ["model"] as const,
-    registers: [this.registry],
-  });
+  readonly queueDepth = new HotGauge("worker_queue_depth", "Requests queued per model", ["model"], this.registry);
+  readonly computeSeconds = new HotCounter(
+    "worker_compute_seconds_total",
+    "Seconds spent executing programs, per model",
+    ["model"],
+    this.registry,
+  );
   readonly deviceMemoryInUse = new Gauge({
     name: "worker_device_memory_in_use_bytes",
     help: "Device memory in use",
@@ -105,20 +101,15 @@ export class Metrics {
 
   private readonly scrapeHooks: Array<() => void | Promise<void>> = [];
 
-  /**
-   * Per-label series handles, looked up once: prom-client hashes the label object on every
-   * inc/observe/set otherwise, several times per request.
-   */
-  private readonly requestSeries = new Map<string, { done: { inc(): void }; latency: { observe(v: number): void } }>();
-  private readonly queueSeries = new Map<string, { set(v: number): void }>();
-  private readonly computeSeries = new Map<string, { inc(v: number): void }>();
+  /** Series handles by label values: one Map lookup per update, no label hashing. */
+  private readonly requestSeries = new Map<string, { done: CounterSeries; latency: HistogramSeries }>();
 
   /** One answered infer request: worker_requests_total and worker_request_latency_seconds. */
   requestDone(model: string, status: string, seconds: number): void {
     const key = `${model}\u0000${status}`;
     let s = this.requestSeries.get(key);
     if (!s) {
-      s = { done: this.requests.labels({ model, status }), latency: this.requestLatency.labels({ model }) };
+      s = { done: this.requests.labels(model, status), latency: this.requestLatency.labels(model) };
       this.requestSeries.set(key, s);
     }
     s.done.inc();
@@ -126,21 +117,11 @@ export class Metrics {
   }
 
   setQueueDepth(model: string, depth: number): void {
-    let g = this.queueSeries.get(model);
-    if (!g) {
-      g = this.queueDepth.labels({ model });
-      this.queueSeries.set(model, g);
-    }
-    g.set(depth);
+    this.queueDepth.labels(model).set(depth);
   }
 
   addComputeSeconds(model: string, seconds: number): void {
-    let c = this.computeSeries.get(model);
-    if (!c) {
-      c = this.computeSeconds.labels({ model });
-      this.computeSeries.set(model, c);
-    }
-    c.inc(seconds);
+    this.computeSeconds.labels(model).inc(seconds);
   }
 
   /**

@@ -1,0 +1,231 @@
+/**
+ * The request path's messages to and from the engine thread, packed into one ArrayBuffer per
+ * batch. Bun's structured clone of nested objects (calls, tensors, shapes) cost about twice a
+ * flat buffer's round trip (tmp measurements: 27 us against 13 us per ping-pong on 2 cores); a
+ * run call is fixed fields plus tensors, so it packs as words and 8-byte-aligned element bytes,
+ * and the tensors decode as views into the buffer (no copy).
+ *
+ * Layout (little-endian u32 words unless noted):
+ *   batch   := MAGIC count item*
+ *   call    := id handle nInputs nResident resident[nResident] tensor[nInputs]
+ *   reply   := id status (status 0: nOutputs tensor[nOutputs] | status 1: byteLength utf8-json pad)
+ *   tensor  := dtypeIndex rank dim[rank] (f64 each, 8-aligned) byteLength pad bytes pad
+ *   replies := MAGIC_REPLY count inUse peak limit (f64 each; limit -1 when null) reply*
+ */
+import { DTYPES, type HostTensor, type MemoryStats, viewTyped } from "@xlaserve/core";
+
+const MAGIC_CALLS = 0x52554e31; // "RUN1"
+const MAGIC_REPLIES = 0x52455031; // "REP1"
+
+export interface RunCall {
+  readonly id: number;
+  readonly handle: number;
+  readonly inputs: readonly HostTensor[];
+  readonly resident: readonly number[];
+}
+
+export interface WireError {
+  readonly code: string;
+  readonly message: string;
+  readonly details: Record<string, unknown>;
+}
+
+export type RunReply =
+  | { readonly id: number; readonly ok: true; readonly outputs: readonly HostTensor[] }
+  | { readonly id: number; readonly ok: false; readonly error: WireError };
+
+const DTYPE_INDEX = new Map<string, number>(DTYPES.map((d, i) => [d, i]));
+const utf8Encoder = new TextEncoder();
+const utf8Decoder = new TextDecoder();
+
+const align8 = (n: number) => (n + 7) & ~7;
+
+function tensorSize(t: HostTensor): number {
+  return align8(8 + 8 * t.shape.length) + 8 + align8(t.data.byteLength);
+}
+
+/** Writes words, f64s and byte runs at a moving offset. */
+class Writer {
+  readonly view: DataView;
+  readonly bytes: Uint8Array;
+  at = 0;
+  constructor(readonly buffer: ArrayBuffer) {
+    this.view = new DataView(buffer);
+    this.bytes = new Uint8Array(buffer);
+  }
+  u32(v: number): void {
+    this.view.setUint32(this.at, v, true);
+    this.at += 4;
+  }
+  f64(v: number): void {
+    this.at = align8(this.at);
+    this.view.setFloat64(this.at, v, true);
+    this.at += 8;
+  }
+  tensor(t: HostTensor): void {
+    const index = DTYPE_INDEX.get(t.dtype);
+    if (index === undefined) throw new Error(`no wire code for dtype ${t.dtype}`);
+    this.u32(index);
+    this.u32(t.shape.length);
+    for (const d of t.shape) this.f64(d);
+    this.at = align8(this.at);
+    this.u32(t.data.byteLength);
+    this.u32(0);
+    const d = t.data;
+    this.bytes.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), this.at);
+    this.at = align8(this.at + d.byteLength);
+  }
+  raw(bytes: Uint8Array): void {
+    this.u32(bytes.byteLength);
+    this.bytes.set(bytes, this.at);
+    this.at = align8(this.at + bytes.byteLength);
+  }
+}
+
+class Reader {
+  readonly view: DataView;
+  at = 0;
+  constructor(readonly buffer: ArrayBuffer) {
+    this.view = new DataView(buffer);
+  }
+  u32(): number {
+    const v = this.view.getUint32(this.at, true);
+    this.at += 4;
+    return v;
+  }
+  f64(): number {
+    this.at = align8(this.at);
+    const v = this.view.getFloat64(this.at, true);
+    this.at += 8;
+    return v;
+  }
+  tensor(): HostTensor {
+    const dtype = DTYPES[this.u32()];
+    if (dtype === undefined) throw new Error("engine wire: unknown dtype code");
+    const rank = this.u32();
+    const shape: number[] = [];
+    for (let i = 0; i < rank; i++) shape.push(this.f64());
+    this.at = align8(this.at);
+    const byteLength = this.u32();
+    this.u32();
+    const elements = shape.reduce((a, b) => a * b, 1);
+    const data = viewTyped(dtype, this.buffer, this.at, byteLength === 0 ? 0 : elements);
+    this.at = align8(this.at + byteLength);
+    return { dtype, shape, data };
+  }
+  raw(): Uint8Array {
+    const n = this.u32();
+    const out = new Uint8Array(this.buffer, this.at, n);
+    this.at = align8(this.at + n);
+    return out;
+  }
+}
+
+export function encodeRunCalls(calls: readonly RunCall[]): ArrayBuffer {
+  let size = 8;
+  for (const c of calls) {
+    size = align8(size + 16 + 4 * c.resident.length);
+    for (const t of c.inputs) size += tensorSize(t);
+  }
+  const w = new Writer(new ArrayBuffer(size));
+  w.u32(MAGIC_CALLS);
+  w.u32(calls.length);
+  for (const c of calls) {
+    w.u32(c.id);
+    w.u32(c.handle);
+    w.u32(c.inputs.length);
+    w.u32(c.resident.length);
+    for (const h of c.resident) w.u32(h);
+    w.at = align8(w.at);
+    for (const t of c.inputs) w.tensor(t);
+  }
+  return w.buffer;
+}
+
+export function isRunCalls(data: unknown): data is ArrayBuffer {
+  return data instanceof ArrayBuffer && data.byteLength >= 8 && new DataView(data).getUint32(0, true) === MAGIC_CALLS;
+}
+
+export function decodeRunCalls(buffer: ArrayBuffer): RunCall[] {
+  const r = new Reader(buffer);
+  if (r.u32() !== MAGIC_CALLS) throw new Error("engine wire: not a run batch");
+  const count = r.u32();
+  const calls: RunCall[] = [];
+  for (let k = 0; k < count; k++) {
+    const id = r.u32();
+    const handle = r.u32();
+    const nInputs = r.u32();
+    const nResident = r.u32();
+    const resident: number[] = [];
+    for (let i = 0; i < nResident; i++) resident.push(r.u32());
+    r.at = align8(r.at);
+    const inputs: HostTensor[] = [];
+    for (let i = 0; i < nInputs; i++) inputs.push(r.tensor());
+    calls.push({ id, handle, inputs, resident });
+  }
+  return calls;
+}
+
+export function encodeRunReplies(replies: readonly RunReply[], stats: MemoryStats | null): ArrayBuffer {
+  const errors = new Map<number, Uint8Array>();
+  let size = 8 + 24 + 8;
+  replies.forEach((rep, i) => {
+    size = align8(size + 12);
+    if (rep.ok) {
+      for (const t of rep.outputs) size += tensorSize(t);
+    } else {
+      const json = utf8Encoder.encode(JSON.stringify(rep.error));
+      errors.set(i, json);
+      size += 8 + align8(json.byteLength);
+    }
+  });
+  const w = new Writer(new ArrayBuffer(size));
+  w.u32(MAGIC_REPLIES);
+  w.u32(replies.length);
+  w.f64(stats ? stats.inUseBytes : -1);
+  w.f64(stats ? stats.peakBytes : -1);
+  w.f64(stats?.limitBytes ?? -1);
+  replies.forEach((rep, i) => {
+    w.at = align8(w.at);
+    w.u32(rep.id);
+    if (rep.ok) {
+      w.u32(0);
+      w.u32(rep.outputs.length);
+      w.at = align8(w.at);
+      for (const t of rep.outputs) w.tensor(t);
+    } else {
+      w.u32(1);
+      w.raw(errors.get(i) as Uint8Array);
+    }
+  });
+  return w.buffer;
+}
+
+export function isRunReplies(data: unknown): data is ArrayBuffer {
+  return data instanceof ArrayBuffer && data.byteLength >= 8 && new DataView(data).getUint32(0, true) === MAGIC_REPLIES;
+}
+
+export function decodeRunReplies(buffer: ArrayBuffer): { replies: RunReply[]; stats: MemoryStats | null } {
+  const r = new Reader(buffer);
+  if (r.u32() !== MAGIC_REPLIES) throw new Error("engine wire: not a reply batch");
+  const count = r.u32();
+  const inUse = r.f64();
+  const peak = r.f64();
+  const limit = r.f64();
+  const stats = inUse < 0 ? null : { inUseBytes: inUse, peakBytes: peak, limitBytes: limit < 0 ? null : limit };
+  const replies: RunReply[] = [];
+  for (let k = 0; k < count; k++) {
+    r.at = align8(r.at);
+    const id = r.u32();
+    if (r.u32() === 0) {
+      const n = r.u32();
+      r.at = align8(r.at);
+      const outputs: HostTensor[] = [];
+      for (let i = 0; i < n; i++) outputs.push(r.tensor());
+      replies.push({ id, ok: true, outputs });
+    } else {
+      replies.push({ id, ok: false, error: JSON.parse(utf8Decoder.decode(r.raw())) as WireError });
+    }
+  }
+  return { replies, stats };
+}

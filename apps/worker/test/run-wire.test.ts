@@ -1,0 +1,87 @@
+import { describe, expect, test } from "bun:test";
+import { DTYPES, type HostTensor, allocTyped } from "@xlaserve/core";
+import {
+  decodeRunCalls,
+  decodeRunReplies,
+  encodeRunCalls,
+  encodeRunReplies,
+  isRunCalls,
+  isRunReplies,
+} from "../src/run-wire.ts";
+
+/** A tensor of every dtype with distinct bytes, including odd byte lengths. */
+function sample(dtype: (typeof DTYPES)[number], shape: number[]): HostTensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const data = allocTyped(dtype, n);
+  const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 37 + 11) & 0xff;
+  return { dtype, shape, data };
+}
+
+function bytesOf(t: HostTensor): number[] {
+  return [...new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)];
+}
+
+describe("the packed run messages", () => {
+  test("calls round-trip every dtype, scalars, empty tensors and several calls per batch", () => {
+    const calls = DTYPES.map((dtype, i) => ({
+      id: i + 1,
+      handle: 100 + i,
+      resident: Array.from({ length: i % 4 }, (_, k) => k + 7),
+      inputs: [sample(dtype, [3, 1 + (i % 3)]), sample(dtype, []), sample(dtype, [0, 5])],
+    }));
+    const packed = encodeRunCalls(calls);
+    expect(isRunCalls(packed)).toBe(true);
+    expect(isRunReplies(packed)).toBe(false);
+    const back = decodeRunCalls(packed);
+    expect(back.length).toBe(calls.length);
+    back.forEach((c, i) => {
+      const want = calls[i] as (typeof calls)[number];
+      expect(c.id).toBe(want.id);
+      expect(c.handle).toBe(want.handle);
+      expect(c.resident).toEqual(want.resident);
+      c.inputs.forEach((t, k) => {
+        const w = want.inputs[k] as HostTensor;
+        expect(t.dtype).toBe(w.dtype);
+        expect(t.shape).toEqual(w.shape);
+        expect(t.data.constructor).toBe(w.data.constructor);
+        expect(bytesOf(t)).toEqual(bytesOf(w));
+      });
+    });
+  });
+
+  test("replies carry outputs, typed errors and the memory figures (limit may be null)", () => {
+    const out = [sample("f32", [1, 10]), sample("bf16", [2, 3]), sample("i64", [5])];
+    const error = { code: "INVALID_ARGUMENT", message: "bad shape ✓", details: { input: "x", n: 3 } };
+    const packed = encodeRunReplies(
+      [
+        { id: 4, ok: true, outputs: out },
+        { id: 5, ok: false, error },
+        { id: 6, ok: true, outputs: [] },
+      ],
+      { inUseBytes: 123, peakBytes: 456, limitBytes: null },
+    );
+    expect(isRunReplies(packed)).toBe(true);
+    const { replies, stats } = decodeRunReplies(packed);
+    expect(stats).toEqual({ inUseBytes: 123, peakBytes: 456, limitBytes: null });
+    expect(replies.map((r) => [r.id, r.ok])).toEqual([
+      [4, true],
+      [5, false],
+      [6, true],
+    ]);
+    const first = replies[0];
+    if (!first?.ok) throw new Error("first reply should be ok");
+    for (const [i, t] of first.outputs.entries()) expect(bytesOf(t)).toEqual(bytesOf(out[i] as HostTensor));
+    const second = replies[1];
+    if (second?.ok !== false) throw new Error("second reply should be an error");
+    expect(second.error).toEqual(error);
+    expect(decodeRunReplies(encodeRunReplies([], null)).stats).toBeNull();
+  });
+
+  test("inputs that are views into a larger buffer pack only their own bytes", () => {
+    const big = new Float32Array(100).map((_, i) => i);
+    const view: HostTensor = { dtype: "f32", shape: [2, 5], data: big.subarray(10, 20) };
+    const [c] = decodeRunCalls(encodeRunCalls([{ id: 1, handle: 1, resident: [], inputs: [view] }]));
+    expect(Array.from((c?.inputs[0]?.data ?? []) as Float32Array)).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+  });
+});
