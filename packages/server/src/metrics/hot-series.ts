@@ -59,43 +59,36 @@ abstract class HotMetric<S extends { readonly labels: Record<string, string> }> 
   }
 }
 
-export class CounterSeries {
+/** One counter or gauge series: a number (counters only ever inc, gauges set). */
+export class ScalarSeries {
   value = 0;
   constructor(readonly labels: Record<string, string>) {}
   inc(by = 1): void {
     this.value += by;
   }
-}
-
-export class HotCounter extends HotMetric<CounterSeries> {
-  constructor(name: string, help: string, labelNames: readonly string[], registry: Registry) {
-    super(name, help, "counter", labelNames, registry);
-  }
-  protected create(labels: Record<string, string>): CounterSeries {
-    return new CounterSeries(labels);
-  }
-  protected samples(s: CounterSeries): Sample[] {
-    return [{ value: s.value, labels: s.labels }];
-  }
-}
-
-export class GaugeSeries {
-  value = 0;
-  constructor(readonly labels: Record<string, string>) {}
   set(value: number): void {
     this.value = value;
   }
 }
 
-export class HotGauge extends HotMetric<GaugeSeries> {
+class HotScalar extends HotMetric<ScalarSeries> {
+  protected create(labels: Record<string, string>): ScalarSeries {
+    return new ScalarSeries(labels);
+  }
+  protected samples(s: ScalarSeries): Sample[] {
+    return [{ value: s.value, labels: s.labels }];
+  }
+}
+
+export class HotCounter extends HotScalar {
+  constructor(name: string, help: string, labelNames: readonly string[], registry: Registry) {
+    super(name, help, "counter", labelNames, registry);
+  }
+}
+
+export class HotGauge extends HotScalar {
   constructor(name: string, help: string, labelNames: readonly string[], registry: Registry) {
     super(name, help, "gauge", labelNames, registry);
-  }
-  protected create(labels: Record<string, string>): GaugeSeries {
-    return new GaugeSeries(labels);
-  }
-  protected samples(s: GaugeSeries): Sample[] {
-    return [{ value: s.value, labels: s.labels }];
   }
 }
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry } from "prom-client";
-import { type CounterSeries, HotCounter, HotGauge, HotHistogram, type HistogramSeries } from "./hot-series.ts";
+import { HotCounter, HotGauge, HotHistogram, type ScalarSeries, type HistogramSeries } from "./hot-series.ts";
 
 /**
  * Every Prometheus series the worker exposes, with ReactantServer's names where it has them.
@@ -102,7 +102,7 @@ export class Metrics {
   private readonly scrapeHooks: Array<() => void | Promise<void>> = [];
 
   /** Series handles by label values: one Map lookup per update, no label hashing. */
-  private readonly requestSeries = new Map<string, { done: CounterSeries; latency: HistogramSeries }>();
+  private readonly requestSeries = new Map<string, { done: ScalarSeries; latency: HistogramSeries }>();
 
   /** One answered infer request: worker_requests_total and worker_request_latency_seconds. */
   requestDone(model: string, status: string, seconds: number): void {
