@@ -123,20 +123,16 @@ async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; 
       };
     }
     case "run": {
+      // A run call in a mixed batch (the packed path is serveRunBatch): answered as host tensors,
+      // the same value the packed reply decodes to.
       const outputs = await runOnce(be, {
         id: 0,
         handle: msg.handle as number,
         inputs: (msg.inputs as WireTensor[]).map(fromWire),
         resident: msg.resident as number[],
       });
-      const wires: WireTensor[] = [];
-      const transfer: ArrayBuffer[] = [];
-      for (const t of outputs) {
-        const w = toWire(t);
-        wires.push(w.wire);
-        transfer.push(...w.transfer);
-      }
-      return { value: wires, transfer };
+      const owned = outputs.map((t) => ({ dtype: t.dtype, shape: [...t.shape], data: t.data.slice() }));
+      return { value: owned, transfer: owned.map((t) => t.data.buffer as ArrayBuffer) };
     }
     case "resetPeakMemory":
       be.resetPeakMemory(msg.device as number | undefined);

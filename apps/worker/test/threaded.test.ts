@@ -51,4 +51,32 @@ describe("threaded backend (engine on its own thread)", () => {
     const after = await be.refreshMemoryStats();
     expect(after.inUseBytes).toBe(0); // everything freed on shutdown
   });
+
+  test("run calls answer host tensors whether their batch travels packed or mixed with other calls", async () => {
+    backend = await ThreadedBackend.create({ module: "@xlaserve/backend-reactant", export: "createReactantBackend" });
+    const be = backend;
+    const source =
+      "func.func @main(%x: tensor<2xf32>, %w: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = stablehlo.add %x, %w : tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n";
+    const exe = await be.compile({ bytes: new TextEncoder().encode(source), format: "text" }, {});
+    const w = await be.upload({ dtype: "f32", shape: [2], data: new Float32Array([10, 20]) });
+    const x = (v: number): HostTensor => ({ dtype: "f32", shape: [2], data: new Float32Array([v, v + 1]) });
+    // Packed: run calls only.
+    const packed = await Promise.all([be.run(exe, [x(1)], [w]), be.run(exe, [x(2)], [w])]);
+    expect(packed.map((r) => Array.from(r[0]?.data as Float32Array))).toEqual([
+      [11, 22],
+      [12, 23],
+    ]);
+    // Mixed: while one batch is with the engine, a run and an upload queue up and leave together.
+    const inFlight = be.refreshMemoryStats();
+    const mixedRun = be.run(exe, [x(3)], [w]);
+    const upload = be.upload({ dtype: "f32", shape: [2], data: new Float32Array([1, 1]) });
+    await inFlight;
+    const [out] = await mixedRun;
+    expect(out?.dtype).toBe("f32");
+    expect(out?.shape).toEqual([2]);
+    expect(Array.from(out?.data as Float32Array)).toEqual([13, 24]);
+    (await upload).dispose();
+    exe.dispose();
+    w.dispose();
+  });
 });

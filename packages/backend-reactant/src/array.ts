@@ -187,6 +187,12 @@ export function elementCount(shape: readonly number[]): number {
   return n;
 }
 
+export function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let d = 0; d < a.length; d++) if (a[d] !== b[d]) return false;
+  return true;
+}
+
 /** Row-major strides in elements (not slots): strides[i] = product of shape[i+1..]. */
 export function strides(shape: readonly number[]): number[] {
   const out = new Array<number>(shape.length);
@@ -197,6 +203,12 @@ export function strides(shape: readonly number[]): number[] {
   }
   return out;
 }
+
+/**
+ * Storage for a kernel's output (a plan's pool, or allocData). Its contents may be arbitrary:
+ * a kernel taking it writes every element.
+ */
+export type DataAlloc = (type: ElemType, count: number) => TypedArray;
 
 /** A zero-filled typed array for `count` elements of `type`. */
 export function allocData(type: ElemType, count: number): TypedArray {

@@ -12,14 +12,17 @@ import {
   XlaserveError,
   isXlaserveError,
 } from "@xlaserve/core";
-import { type NDArray, elementCount, slotsPerElement } from "./array.ts";
+import { type NDArray, elementCount, sameShape, slotsPerElement } from "./array.ts";
 import type { Module, TensorType } from "./ir.ts";
 import { parseModule } from "./parser/parser.ts";
-import { Arena } from "./plan/arena.ts";
+import { Arena, takeData } from "./plan/arena.ts";
 import { dtypeOf, elemTypeOf } from "./plan/dtype-map.ts";
 import { type CompiledFunction, type OpTime, Program, release, retain } from "./plan/program.ts";
 import { PLAN_FORMAT_VERSION, deserializeModule, serializeModule } from "./plan/serialize.ts";
 import { type RtValue, isArray } from "./plan/values.ts";
+
+/** Uploads up to this size are copied into pooled storage (see upload). */
+const POOLED_UPLOAD_BYTES = 1 << 16;
 
 /** Bumped whenever kernels change results, so cached plans of older engines are not reused. */
 export const ENGINE_VERSION = "0.1.0";
@@ -41,14 +44,16 @@ class ReactantBuffer implements DeviceBuffer {
   readonly byteLength: number;
   readonly device = 0;
 
+  /** `counted`: the storage already carries a count for this buffer (an execute result). */
   constructor(
     readonly value: NDArray,
     private readonly arena: Arena,
+    counted = false,
   ) {
     this.dtype = dtypeOf(value.type);
     this.shape = [...value.shape];
     this.byteLength = value.data.byteLength;
-    arena.retain(value.data);
+    if (!counted) arena.retain(value.data);
   }
 
   get isDisposed(): boolean {
@@ -145,8 +150,19 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
           `tensor data has ${tensor.data.length} elements, shape needs ${expected}`,
         );
       }
-      // Copied: the caller may reuse its memory once upload resolves.
-      const data = tensor.data.slice() as NDArray["data"];
+      // Copied: the caller may reuse its memory once upload resolves. Small inputs (a request's
+      // features) go through the pool, like every kernel's output; large tensors (weights) are
+      // kept out of it, so disposing of a model gives their memory back.
+      let data: NDArray["data"] | null = null;
+      if (tensor.data.byteLength <= POOLED_UPLOAD_BYTES) {
+        const pooled = takeData(arena, type, expected / slotsPerElement(type));
+        // A host array of another class than the engine's storage is left to slice() below.
+        if (pooled.constructor === tensor.data.constructor) {
+          (pooled as Float64Array).set(tensor.data as Float64Array);
+          data = pooled;
+        }
+      }
+      data ??= tensor.data.slice() as NDArray["data"];
       return new ReactantBuffer({ type, shape: [...tensor.shape], data }, arena);
     },
 
@@ -198,19 +214,20 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
           `the program takes ${exe.argTypes.length} arguments, got ${args.length}`,
         );
       }
-      const values: RtValue[] = args.map((a, i) => {
-        const b = ownedBy(a, ReactantBuffer, "buffer");
+      const values: RtValue[] = new Array(args.length);
+      for (let i = 0; i < args.length; i++) {
+        const b = ownedBy(args[i], ReactantBuffer, "buffer");
         if (b.isDisposed) throw new XlaserveError("DISPOSED", `argument ${i} was disposed`);
         const t = exe.argTypes[i];
-        if (t && (t.elem !== b.value.type || t.shape.join() !== b.value.shape.join())) {
+        if (t && (t.elem !== b.value.type || !sameShape(t.shape, b.value.shape))) {
           throw new XlaserveError(
             "INVALID_ARGUMENT",
             `argument ${i} is ${b.value.type}[${b.value.shape}], the program expects ${t.elem}[${t.shape}]`,
             { argument: i },
           );
         }
-        return b.value;
-      });
+        values[i] = b.value;
+      }
       let results: RtValue[];
       try {
         results = exe.entry.invoke(values, { arena, failures: [], profile: options.profile });
@@ -223,9 +240,8 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
         for (const r of results) release(arena, r);
         throw problem;
       }
-      const buffers = results.map((r) => new ReactantBuffer(r as NDArray, arena));
-      for (const r of results) release(arena, r); // invoke handed them over counted
-      return buffers;
+      // invoke handed the results over counted: each buffer takes over one count.
+      return results.map((r) => new ReactantBuffer(r as NDArray, arena, true));
     },
 
     memoryStats: (): MemoryStats => ({ inUseBytes: arena.inUseBytes, peakBytes: arena.peakBytes, limitBytes: null }),
@@ -243,7 +259,7 @@ function checkResults(results: RtValue[], declared: (TensorType | null)[]): Xlas
     const r = results[i];
     if (!isArray(r)) return new XlaserveError("UNSUPPORTED", "tuple and token results are not supported");
     const t = declared[i];
-    if (t && (t.elem !== r.type || t.shape.join() !== r.shape.join())) {
+    if (t && (t.elem !== r.type || !sameShape(t.shape, r.shape))) {
       return new XlaserveError(
         "INTERNAL",
         `result ${i} is ${r.type}[${r.shape}], the program declares ${t.elem}[${t.shape}]`,

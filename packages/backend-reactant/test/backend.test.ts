@@ -87,6 +87,37 @@ describe("reactant backend", () => {
     expect(b.memoryStats().peakBytes).toBeGreaterThan(baseline);
   });
 
+  test("pooled storage is reused across runs without leaking one run's values into the next", async () => {
+    const b = createReactantBackend();
+    const exe = await b.compile({ bytes: ADD, format: "text" }, {});
+    const w = await b.upload(tensor([1, 1, 1, 1]));
+    const baseline = b.memoryStats().inUseBytes;
+    let kept: Awaited<ReturnType<typeof b.execute>> = [];
+    for (let x = 0; x < 20; x++) {
+      // Uploads and results come from the pool once earlier ones are disposed; results kept
+      // across a run (every other one here) must not be handed out again meanwhile.
+      const a = await b.upload(tensor([x, x + 1, x + 2, -x]));
+      const outs = await b.execute(exe, [a, w]);
+      a.dispose();
+      const host = await b.download(outs[0] as NonNullable<(typeof outs)[0]>);
+      expect(Array.from(host.data as Float32Array)).toEqual([(x + 1) ** 2, (x + 2) ** 2, (x + 3) ** 2, (1 - x) ** 2]);
+      for (const o of kept) {
+        const previous = await b.download(o);
+        const y = x - 1;
+        expect(Array.from(previous.data as Float32Array)).toEqual([
+          (y + 1) ** 2,
+          (y + 2) ** 2,
+          (y + 3) ** 2,
+          (1 - y) ** 2,
+        ]);
+        o.dispose();
+      }
+      kept = outs;
+    }
+    for (const o of kept) o.dispose();
+    expect(b.memoryStats().inUseBytes).toBe(baseline);
+  });
+
   test("bad input gets typed errors", async () => {
     const b = createReactantBackend();
     await expectCode(

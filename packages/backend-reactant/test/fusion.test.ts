@@ -60,6 +60,37 @@ describe("elementwise fusion", () => {
     expect(Array.from(fused.outputs[0]?.data as Float32Array)).toEqual([0, 0.5, 1.5, 3]);
   });
 
+  test("a folded broadcast of one value is read as a literal and keeps the unfused bytes", () => {
+    // The zeros (and the -0.0 and 2.0 splats) fold into 64-element constants; the fused loop
+    // writes their value into its code (max(x, 0) becomes the branch-free ReLU).
+    const T = "tensor<64xf32>";
+    const text = `func.func @main(%x: ${T}) -> (${T}, ${T}) {
+      %zero = stablehlo.constant dense<0.0> : tensor<f32>
+      %z = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<f32>) -> ${T}
+      %negzero = stablehlo.constant dense<-0.0> : tensor<f32>
+      %nz = stablehlo.broadcast_in_dim %negzero, dims = [] : (tensor<f32>) -> ${T}
+      %two = stablehlo.constant dense<2.0> : ${T}
+      %0 = stablehlo.multiply %x, %two : ${T}
+      %1 = stablehlo.maximum %0, %z : ${T}
+      %2 = stablehlo.add %x, %two : ${T}
+      %3 = stablehlo.minimum %2, %nz : ${T}
+      return %1, %3 : ${T}, ${T}
+    }`;
+    const values = [0, -0, 1, -1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e-45, -2, -3];
+    const x: NDArray = { type: "f32", shape: [64], data: new Float32Array(64).map((_, i) => values[i % 10] as number) };
+    const fused = runWith(text, [x], true);
+    const plain = runWith(text, [x], false);
+    expect(fused.steps).toBe(2);
+    fused.outputs.forEach((o, i) => {
+      const p = plain.outputs[i] as NDArray;
+      for (let j = 0; j < 64; j++) {
+        const a = o.data[j] as number;
+        const b = p.data[j] as number;
+        expect(Number.isNaN(a) ? Number.isNaN(b) : Object.is(a, b)).toBe(true);
+      }
+    });
+  });
+
   for (const model of ["cnn", "transformer"]) {
     test(`${model}: fused and unfused plans give byte-identical outputs`, () => {
       const c = loadExample(model, 1);

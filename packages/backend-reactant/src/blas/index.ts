@@ -2,3 +2,4 @@ export { gemm, blasStatus, setForceFallbackGemm, setBlasThreads, type BlasStatus
 export type { GemmCall } from "./gemm-call.ts";
 export { fallbackGemm } from "./fallback-gemm.ts";
 export { candidatePaths, loadOpenBlas, wantedThreads } from "./library.ts";
+export { type GemmRunner, type GemmShape, planGemm } from "./gemm-plan.ts";

@@ -1,5 +1,6 @@
 import { type ElemType, type NDArray, allocData, bitWidth, isComplexType, isFloatType } from "../array.ts";
 import type { Op } from "../ir.ts";
+import type { Arena } from "../plan/arena.ts";
 import type { Kernel } from "../plan/program.ts";
 import { complexBinary, complexCompare, complexUnary, hasComplexOp, makeComplex, realTypeOf } from "./complex.ts";
 import { BF16_TO_NUMBER, F16_TO_NUMBER } from "../elem/float16.ts";
@@ -13,20 +14,39 @@ import { compareTotalOrder } from "./total-order.ts";
  * known only once values arrive for ops whose printed signature omits them) and cached.
  */
 
-type ArrayKernel = (inputs: NDArray[]) => NDArray;
+/** `arena`, where given, supplies the output storage (kernels that do not use it allocate). */
+type ArrayKernel = (inputs: NDArray[], arena?: Arena) => NDArray;
 
+/**
+ * A kernel built per combination of input types. The last combination is checked first: an
+ * op of a compiled program sees the same types on every run.
+ */
 function byTypes(build: (types: ElemType[]) => ArrayKernel): Kernel {
   const cache = new Map<string, ArrayKernel>();
-  return (args) => {
+  let lastTypes: ElemType[] = [];
+  let last: ArrayKernel | null = null;
+  return (args, frame) => {
     const arrays = args as NDArray[];
-    const key = arrays.map((a) => a.type).join(",");
-    let k = cache.get(key);
-    if (!k) {
-      k = build(arrays.map((a) => a.type));
-      cache.set(key, k);
+    let k = last;
+    if (k === null || !sameTypes(lastTypes, arrays)) {
+      const types = arrays.map((a) => a.type);
+      const key = types.join(",");
+      k = cache.get(key) ?? null;
+      if (!k) {
+        k = build(types);
+        cache.set(key, k);
+      }
+      lastTypes = types;
+      last = k;
     }
-    return [k(arrays)];
+    return [k(arrays, frame.ctx.arena)];
   };
+}
+
+function sameTypes(types: ElemType[], arrays: NDArray[]): boolean {
+  if (types.length !== arrays.length) return false;
+  for (let i = 0; i < types.length; i++) if ((arrays[i] as NDArray).type !== types[i]) return false;
+  return true;
 }
 
 export const BINARY_OPS = new Set([

@@ -1,5 +1,6 @@
 import { type ElemType, type NDArray, type TypedArray, allocData, elementCount } from "../array.ts";
 import { HELPERS } from "../elem/helpers.ts";
+import { type Arena, dataTaker } from "../plan/arena.ts";
 import { executeFailed } from "./errors.ts";
 import { loadExpr, storeStmt } from "./expr.ts";
 
@@ -16,7 +17,8 @@ export type ExprBuilder = (args: string[]) => string;
 type Loop = (inputs: TypedArray[], out: TypedArray, n: number, h: typeof HELPERS) => void;
 const loopCache = new Map<string, Loop>();
 
-export type ElementwiseKernel = (inputs: NDArray[]) => NDArray;
+/** With `arena`, the output comes from its pool (the loop writes every element). */
+export type ElementwiseKernel = (inputs: NDArray[], arena?: Arena) => NDArray;
 
 /**
  * Builds a kernel computing `expr` over inputs of `inTypes`, writing `outType`. `key` must
@@ -41,7 +43,8 @@ export function makeElementwise(
     loops.set(mask, loop);
     return loop;
   };
-  return (inputs: NDArray[]): NDArray => {
+  const take = dataTaker(outType);
+  return (inputs: NDArray[], arena?: Arena): NDArray => {
     let shape: number[] = [];
     let n = 1;
     let mask = 0;
@@ -60,7 +63,7 @@ export function makeElementwise(
     for (let k = 0; k < inputs.length; k++) {
       if (elementCount((inputs[k] as NDArray).shape) === 1 && n !== 1) mask |= 1 << k;
     }
-    const out = allocData(outType, n);
+    const out = arena ? take(arena, n) : allocData(outType, n);
     loopFor(mask)(
       inputs.map((x) => x.data),
       out,

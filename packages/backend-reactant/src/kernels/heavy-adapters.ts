@@ -1,10 +1,10 @@
 import type { NDArray } from "../array.ts";
 import type { Attr, AttrObject, Op } from "../ir.ts";
 import { isTensorType } from "../ir.ts";
-import { takeData } from "../plan/arena.ts";
+import { type Arena, dataTaker } from "../plan/arena.ts";
 import type { Kernel, KernelTools } from "../plan/program.ts";
 import { convolution } from "./heavy/convolution.ts";
-import { dotGeneral } from "./heavy/dot-general.ts";
+import { dotGeneralFor } from "./heavy/dot-general.ts";
 import { type FftType, fft } from "./heavy/fft.ts";
 import { gather } from "./heavy/gather.ts";
 import { reduceWindow } from "./heavy/reduce-window.ts";
@@ -12,7 +12,7 @@ import { scatter } from "./heavy/scatter.ts";
 import { selectAndScatter } from "./heavy/select-and-scatter.ts";
 import { sort } from "./heavy/sort.ts";
 import { type TransposeKind, triangularSolve } from "./heavy/triangular-solve.ts";
-import { regionInfo } from "./region.ts";
+import { regionInfoFor } from "./region.ts";
 
 /**
  * Glue between the plan and the heavy kernels (kernels/heavy/, the kernels teammate's area):
@@ -33,6 +33,14 @@ function resultElem(op: Op, i = 0) {
   return isTensorType(t) ? t.elem : undefined;
 }
 
+const takeF32 = dataTaker("f32");
+const takeF64 = dataTaker("f64");
+
+/** f32 / f64 GEMM outputs from the plan's pool. */
+function floatOutputs(arena: Arena) {
+  return (count: number, f64: boolean) => (f64 ? takeF64 : takeF32)(arena, count) as Float32Array | Float64Array;
+}
+
 export function dotGeneralKernel(op: Op): Kernel {
   const d = obj(op.attrs.dot_dimension_numbers);
   const dims = {
@@ -42,7 +50,11 @@ export function dotGeneralKernel(op: Op): Kernel {
     rhsContracting: nums(d.rhs_contracting_dimensions) ?? [],
   };
   const resultType = resultElem(op);
-  return ([lhs, rhs]) => [dotGeneral(lhs as NDArray, rhs as NDArray, dims, resultType ?? (lhs as NDArray).type)];
+  const dot = dotGeneralFor(dims);
+  return ([lhs, rhs], frame) => {
+    const l = lhs as NDArray;
+    return [dot(l, rhs as NDArray, resultType ?? l.type, floatOutputs(frame.ctx.arena))];
+  };
 }
 
 export function convolutionKernel(op: Op): Kernel {
@@ -68,12 +80,15 @@ export function convolutionKernel(op: Op): Kernel {
     batchGroupCount: Number(op.attrs.batch_group_count ?? 1),
   };
   const resultType = resultElem(op);
-  return ([lhs, rhs], frame) => {
-    const arena = frame.ctx.arena;
-    const alloc = (count: number, f64: boolean) =>
-      takeData(arena, f64 ? "f64" : "f32", count) as Float32Array | Float64Array;
-    return [convolution(lhs as NDArray, rhs as NDArray, attrs, resultType ?? (lhs as NDArray).type, alloc)];
-  };
+  return ([lhs, rhs], frame) => [
+    convolution(
+      lhs as NDArray,
+      rhs as NDArray,
+      attrs,
+      resultType ?? (lhs as NDArray).type,
+      floatOutputs(frame.ctx.arena),
+    ),
+  ];
 }
 
 function windowAttrs(op: Op) {
@@ -91,14 +106,10 @@ export function reduceWindowKernel(op: Op, tools: KernelTools): Kernel {
   const [block] = tools.regions;
   const region = op.regions[0];
   if (!block || !region) throw new Error("reduce_window needs a body region");
+  const body = regionInfoFor(block, region);
   return (args, frame) => {
     const n = args.length / 2;
-    return reduceWindow(
-      args.slice(0, n) as NDArray[],
-      args.slice(n) as NDArray[],
-      attrs,
-      regionInfo(block, region, frame),
-    );
+    return reduceWindow(args.slice(0, n) as NDArray[], args.slice(n) as NDArray[], attrs, body(frame));
   };
 }
 
@@ -108,15 +119,10 @@ export function selectAndScatterKernel(op: Op, tools: KernelTools): Kernel {
   const [selectRegion, scatterRegion] = op.regions;
   if (!selectBlock || !scatterBlock || !selectRegion || !scatterRegion)
     throw new Error("select_and_scatter needs two regions");
+  const select = regionInfoFor(selectBlock, selectRegion);
+  const combine = regionInfoFor(scatterBlock, scatterRegion);
   return ([operand, source, init], frame) => [
-    selectAndScatter(
-      operand as NDArray,
-      source as NDArray,
-      init as NDArray,
-      attrs,
-      regionInfo(selectBlock, selectRegion, frame),
-      regionInfo(scatterBlock, scatterRegion, frame),
-    ),
+    selectAndScatter(operand as NDArray, source as NDArray, init as NDArray, attrs, select(frame), combine(frame)),
   ];
 }
 
@@ -151,6 +157,7 @@ export function scatterKernel(op: Op, tools: KernelTools): Kernel {
     indicesAreSorted: op.attrs.indices_are_sorted === true,
     uniqueIndices: op.attrs.unique_indices === true,
   };
+  const update = regionInfoFor(block, region);
   return (args, frame) => {
     const n = (args.length - 1) / 2;
     return scatter(
@@ -158,7 +165,7 @@ export function scatterKernel(op: Op, tools: KernelTools): Kernel {
       args[n] as NDArray,
       args.slice(n + 1) as NDArray[],
       dims,
-      regionInfo(block, region, frame),
+      update(frame),
       options,
     );
   };
@@ -170,11 +177,10 @@ export function sortKernel(op: Op, tools: KernelTools): Kernel {
   if (!block || !region) throw new Error("sort needs a comparator region");
   const dimension = Number(op.attrs.dimension ?? -1);
   const isStable = op.attrs.is_stable === true;
+  const comparator = regionInfoFor(block, region);
   return (args, frame) => {
     const rank = (args[0] as NDArray).shape.length;
-    return sort(args as NDArray[], dimension < 0 ? dimension + rank : dimension, regionInfo(block, region, frame), {
-      isStable,
-    });
+    return sort(args as NDArray[], dimension < 0 ? dimension + rank : dimension, comparator(frame), { isStable });
   };
 }
 

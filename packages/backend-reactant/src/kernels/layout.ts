@@ -1,54 +1,44 @@
-import { type NDArray, type TypedArray, allocData, elementCount, slotsPerElement, strides } from "../array.ts";
+import {
+  type DataAlloc,
+  type NDArray,
+  type TypedArray,
+  allocData,
+  elementCount,
+  slotsPerElement,
+  strides,
+} from "../array.ts";
 import { encodeBf16, encodeF16 } from "../elem/float16.ts";
 import { executeFailed } from "./errors.ts";
+import { copyLoopFor } from "./strided-copy.ts";
 
 /**
  * The data-movement ops. They all reduce to one strided copy: output element (i0, i1, ...)
  * reads input slot `offset + sum(ik * step[k])`, where steps can be 0 (broadcast), negative
- * (reverse) or scaled (slice strides). The innermost axis runs in a tight loop.
+ * (reverse) or scaled (slice strides). The innermost axis runs in a tight loop
+ * (strided-copy.ts). `alloc`, where given, supplies the output storage (a plan's pool).
  */
-export function stridedCopy(src: NDArray, offset: number, step: number[], outShape: number[]): NDArray {
+export function stridedCopy(
+  src: NDArray,
+  offset: number,
+  step: number[],
+  outShape: number[],
+  alloc: DataAlloc = allocData,
+): NDArray {
   const slots = slotsPerElement(src.type);
   const n = elementCount(outShape);
-  const out = allocData(src.type, n);
+  const out = alloc(src.type, n);
   const rank = outShape.length;
   if (n === 0) return { type: src.type, shape: [...outShape], data: out };
-  const s = src.data as Float64Array;
-  const o = out as Float64Array;
   if (rank === 0) {
-    for (let k = 0; k < slots; k++) o[k] = s[offset * slots + k] as number;
+    for (let k = 0; k < slots; k++) out[k] = src.data[offset * slots + k] as number;
     return { type: src.type, shape: [], data: out };
   }
-  const inner = outShape[rank - 1] as number;
-  const innerStep = (step[rank - 1] as number) * slots;
-  const idx = new Array<number>(rank).fill(0);
-  let base = offset * slots;
-  let w = 0;
-  for (;;) {
-    if (slots === 1) {
-      let p = base;
-      for (let j = 0; j < inner; j++, p += innerStep) o[w++] = s[p] as number;
-    } else {
-      let p = base;
-      for (let j = 0; j < inner; j++, p += innerStep) {
-        o[w++] = s[p] as number;
-        o[w++] = s[p + 1] as number;
-      }
-    }
-    let d = rank - 2;
-    for (; d >= 0; d--) {
-      idx[d] = (idx[d] as number) + 1;
-      base += (step[d] as number) * slots;
-      if ((idx[d] as number) < (outShape[d] as number)) break;
-      base -= (step[d] as number) * slots * (outShape[d] as number);
-      idx[d] = 0;
-    }
-    if (d < 0) break;
-  }
+  const slotSteps = slots === 1 ? step : step.map((x) => x * slots);
+  copyLoopFor(src.data, slots)(src.data, out, offset * slots, slotSteps, outShape);
   return { type: src.type, shape: [...outShape], data: out };
 }
 
-export function broadcastInDim(x: NDArray, dims: number[], outShape: number[]): NDArray {
+export function broadcastInDim(x: NDArray, dims: number[], outShape: number[], alloc?: DataAlloc): NDArray {
   const inStrides = strides(x.shape);
   const step = outShape.map(() => 0);
   dims.forEach((d, i) => {
@@ -58,7 +48,7 @@ export function broadcastInDim(x: NDArray, dims: number[], outShape: number[]): 
     }
     step[d] = size === 1 ? 0 : (inStrides[i] as number);
   });
-  return stridedCopy(x, 0, step, outShape);
+  return stridedCopy(x, 0, step, outShape, alloc);
 }
 
 /** Row-major reshape shares the storage: arrays are immutable once produced. */
@@ -69,7 +59,7 @@ export function reshape(x: NDArray, outShape: number[]): NDArray {
   return { type: x.type, shape: [...outShape], data: x.data };
 }
 
-export function transpose(x: NDArray, perm: number[]): NDArray {
+export function transpose(x: NDArray, perm: number[], alloc?: DataAlloc): NDArray {
   // The identity permutation (reduce over trailing axes asks for it) shares the storage.
   if (perm.every((p, i) => p === i)) return { type: x.type, shape: [...x.shape], data: x.data };
   const st = strides(x.shape);
@@ -78,10 +68,11 @@ export function transpose(x: NDArray, perm: number[]): NDArray {
     0,
     perm.map((p) => st[p] as number),
     perm.map((p) => x.shape[p] as number),
+    alloc,
   );
 }
 
-export function slice(x: NDArray, start: number[], limit: number[], step: number[]): NDArray {
+export function slice(x: NDArray, start: number[], limit: number[], step: number[], alloc?: DataAlloc): NDArray {
   const st = strides(x.shape);
   const outShape = start.map((s, d) => Math.max(0, Math.ceil(((limit[d] as number) - s) / (step[d] as number))));
   let offset = 0;
@@ -93,10 +84,11 @@ export function slice(x: NDArray, start: number[], limit: number[], step: number
     offset,
     step.map((k, d) => k * (st[d] as number)),
     outShape,
+    alloc,
   );
 }
 
-export function reverse(x: NDArray, dims: number[]): NDArray {
+export function reverse(x: NDArray, dims: number[], alloc?: DataAlloc): NDArray {
   const st = strides(x.shape);
   let offset = 0;
   const step = st.slice();
@@ -104,7 +96,7 @@ export function reverse(x: NDArray, dims: number[]): NDArray {
     offset += ((x.shape[d] as number) - 1) * (st[d] as number);
     step[d] = -(st[d] as number);
   }
-  return elementCount(x.shape) === 0 ? x : stridedCopy(x, offset, step, x.shape);
+  return elementCount(x.shape) === 0 ? x : stridedCopy(x, offset, step, x.shape, alloc);
 }
 
 /** Start indices clamped so the slice stays inside the operand (spec of dynamic_slice). */
@@ -112,7 +104,7 @@ export function clampStarts(x: NDArray, starts: number[], sizes: number[]): numb
   return starts.map((s, d) => Math.min(Math.max(s, 0), (x.shape[d] as number) - (sizes[d] as number)));
 }
 
-export function dynamicSlice(x: NDArray, starts: number[], sizes: number[]): NDArray {
+export function dynamicSlice(x: NDArray, starts: number[], sizes: number[], alloc?: DataAlloc): NDArray {
   if (sizes.length !== x.shape.length || sizes.some((s, d) => s < 0 || s > (x.shape[d] as number))) {
     throw executeFailed("dynamic_slice", `slice sizes [${sizes}] do not fit operand [${x.shape}]`);
   }
@@ -122,6 +114,7 @@ export function dynamicSlice(x: NDArray, starts: number[], sizes: number[]): NDA
     begin,
     begin.map((b, d) => b + (sizes[d] as number)),
     sizes.map(() => 1),
+    alloc,
   );
 }
 

@@ -1,4 +1,5 @@
 import {
+  type DataAlloc,
   type NDArray,
   type ReducerKind,
   type RegionInfo,
@@ -7,25 +8,70 @@ import {
   isBigIntType,
   isComplexType,
   isIntegerType,
+  sameShape,
 } from "../array.ts";
 import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16 } from "../elem/float16.ts";
 import { transpose } from "./layout.ts";
 import { reduceFloatRows } from "./reduce-rows.ts";
 
 /**
- * stablehlo.reduce. Elements are combined in index order (as XLA's CPU loops do), each step
- * rounded to the element type. One operand with a recognised reducer runs a specialised loop;
- * any other region is evaluated batched: one region call per reduced position over all
- * outputs at once, or pairwise halving when there are many reduced positions.
+ * stablehlo.reduce for one op of a plan. Elements are combined in index order (as XLA's CPU
+ * loops do), each step rounded to the element type. One operand with a recognised reducer runs
+ * a specialised loop; any other region is evaluated batched: one region call per reduced
+ * position over all outputs at once, or pairwise halving when there are many reduced
+ * positions. The kept axes, output shape and row layout depend only on the operand's shape, so
+ * they are worked out when a shape is first seen and reused while it stays (a compiled program
+ * sees the same shape every run).
  */
-export function reduce(inputs: NDArray[], inits: NDArray[], dims: number[], region: RegionInfo): NDArray[] {
+export function reduceFor(
+  dims: number[],
+): (inputs: NDArray[], inits: NDArray[], region: RegionInfo, alloc: DataAlloc) => NDArray[] {
+  let last: ReduceLayout | null = null;
+  return (inputs, inits, region, alloc) => {
+    const shape = (inputs[0] as NDArray).shape;
+    let layout = last;
+    if (layout === null || !sameShape(layout.shape, shape)) {
+      layout = layoutFor(shape, dims);
+      last = layout;
+    }
+    return reduceWith(inputs, inits, dims, region, layout, alloc);
+  };
+}
+
+interface ReduceLayout {
+  readonly shape: readonly number[];
+  readonly kept: readonly number[];
+  readonly outShape: readonly number[];
+  /** [...kept, ...dims]: puts each output's reduced elements in one row; null when the identity. */
+  readonly rowsPerm: number[] | null;
+}
+
+function layoutFor(shape: readonly number[], dims: number[]): ReduceLayout {
+  const kept = shape.map((_, d) => d).filter((d) => !dims.includes(d));
+  const rowsPerm = [...kept, ...dims];
+  return {
+    shape: [...shape],
+    kept,
+    outShape: kept.map((d) => shape[d] as number),
+    rowsPerm: rowsPerm.every((p, i) => p === i) ? null : rowsPerm,
+  };
+}
+
+function reduceWith(
+  inputs: NDArray[],
+  inits: NDArray[],
+  dims: number[],
+  region: RegionInfo,
+  layout: ReduceLayout,
+  alloc: DataAlloc,
+): NDArray[] {
   const first = inputs[0] as NDArray;
-  const kept = first.shape.map((_, d) => d).filter((d) => !dims.includes(d));
-  const outShape = kept.map((d) => first.shape[d] as number);
+  const kept = layout.kept;
+  const outShape = [...layout.outShape];
   const single = inputs.length === 1 && region.reducer !== null && !isComplexType(first.type);
   if (single) {
-    const rows = transpose(first, [...kept, ...dims]); // [K, R]
-    return [fastReduce(rows, inits[0] as NDArray, outShape, region.reducer)];
+    const rows = layout.rowsPerm === null ? first : transpose(first, layout.rowsPerm); // [K, R]
+    return [fastReduce(rows, inits[0] as NDArray, outShape, region.reducer, alloc)];
   }
   const K = elementCount(outShape);
   const R = elementCount(first.shape) / Math.max(K, 1);
@@ -85,11 +131,11 @@ function materialize(a: NDArray, k: number): NDArray["data"] {
   return broadcastScalar(a, k).data;
 }
 
-function fastReduce(rows: NDArray, init: NDArray, outShape: number[], kind: ReducerKind): NDArray {
+function fastReduce(rows: NDArray, init: NDArray, outShape: number[], kind: ReducerKind, alloc: DataAlloc): NDArray {
   const K = elementCount(outShape);
   const R = K === 0 ? 0 : elementCount(rows.shape) / K;
   const type = rows.type;
-  const out = allocData(type, K);
+  const out = alloc(type, K);
   const src = rows.data;
   if (isBigIntType(type)) {
     const s = src as BigInt64Array;

@@ -8,19 +8,24 @@ import { type Block, type Frame, runBlock } from "../plan/program.ts";
  * Regions as kernels see them (array.ts's RegionInfo): a batched form that evaluates the
  * region over whole arrays at once (every op in a region is elementwise on its scalars, so the
  * same block runs unchanged on arrays), a scalar form, and the recognised fast-path reducer.
+ * What depends only on the region (argument types, the reducer) is worked out once, when the
+ * op's kernel is built; each run only binds its frame.
  */
-export function regionInfo(block: Block, region: Region, frame: Frame): RegionInfo {
+export function regionInfoFor(block: Block, region: Region): (frame: Frame) => RegionInfo {
   const argTypes: ElemType[] = region.args.map((a) => (isTensorType(a.type) ? a.type.elem : "f32"));
-  const batched = (args: NDArray[]): NDArray[] => runBlock(block, frame, args) as NDArray[];
-  const fn = (scalars: Scalar[]): Scalar[] => {
-    const arrays = scalars.map((s, i) => {
-      const a = alloc(argTypes[i] ?? "f32", []);
-      writeScalar(a, 0, s);
-      return a;
-    });
-    return batched(arrays).map((r) => readScalar(r, 0));
+  const reducer = reducerKind(region);
+  return (frame) => {
+    const batched = (args: NDArray[]): NDArray[] => runBlock(block, frame, args) as NDArray[];
+    const fn = (scalars: Scalar[]): Scalar[] => {
+      const arrays = scalars.map((s, i) => {
+        const a = alloc(argTypes[i] ?? "f32", []);
+        writeScalar(a, 0, s);
+        return a;
+      });
+      return batched(arrays).map((r) => readScalar(r, 0));
+    };
+    return { fn, batched, reducer };
   };
-  return { fn, batched, reducer: reducerKind(region) };
 }
 
 const REDUCERS: Record<string, ReducerKind> = {

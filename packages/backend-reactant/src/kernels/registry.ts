@@ -1,8 +1,9 @@
 import { XlaserveError } from "@xlaserve/core";
-import type { NDArray } from "../array.ts";
+import type { DataAlloc, NDArray } from "../array.ts";
 import type { Attr, Op } from "../ir.ts";
 import { isTensorType } from "../ir.ts";
-import type { Kernel, KernelTools } from "../plan/program.ts";
+import type { Frame, Kernel, KernelTools } from "../plan/program.ts";
+import { lastTypeTaker } from "../plan/arena.ts";
 import { TOKEN } from "../plan/values.ts";
 import { controlKernel } from "./control.ts";
 import {
@@ -34,8 +35,8 @@ import {
 import { bitcastConvert } from "./bitcast.ts";
 import { checkKernel } from "./check-ops.ts";
 import * as layout from "./layout.ts";
-import { reduce } from "./reduce.ts";
-import { regionInfo } from "./region.ts";
+import { reduceFor } from "./reduce.ts";
+import { regionInfoFor } from "./region.ts";
 import { rngBitGenerator } from "./rng.ts";
 import { mulhi } from "./mulhi.ts";
 import { scan } from "./scan.ts";
@@ -132,7 +133,8 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
     case "stablehlo.broadcast_in_dim": {
       const dims = ints(a.broadcast_dimensions, "broadcast_dimensions", op);
       const shape = resultShape(op);
-      return ([x]) => [layout.broadcastInDim(x as NDArray, dims, shape)];
+      const alloc = pooledOutputs();
+      return ([x], frame) => [layout.broadcastInDim(x as NDArray, dims, shape, alloc(frame))];
     }
     case "stablehlo.reshape": {
       const shape = resultShape(op);
@@ -140,17 +142,20 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
     }
     case "stablehlo.transpose": {
       const perm = ints(a.permutation, "permutation", op);
-      return ([x]) => [layout.transpose(x as NDArray, perm)];
+      const alloc = pooledOutputs();
+      return ([x], frame) => [layout.transpose(x as NDArray, perm, alloc(frame))];
     }
     case "stablehlo.slice": {
       const start = ints(a.start_indices, "start_indices", op);
       const limit = ints(a.limit_indices, "limit_indices", op);
       const step = Array.isArray(a.strides) ? a.strides.map(Number) : start.map(() => 1);
-      return ([x]) => [layout.slice(x as NDArray, start, limit, step)];
+      const alloc = pooledOutputs();
+      return ([x], frame) => [layout.slice(x as NDArray, start, limit, step, alloc(frame))];
     }
     case "stablehlo.dynamic_slice": {
       const sizes = ints(a.slice_sizes, "slice_sizes", op);
-      return ([x, ...starts]) => [layout.dynamicSlice(x as NDArray, indexValues(starts), sizes)];
+      const alloc = pooledOutputs();
+      return ([x, ...starts], frame) => [layout.dynamicSlice(x as NDArray, indexValues(starts), sizes, alloc(frame))];
     }
     case "stablehlo.dynamic_update_slice":
       return ([x, update, ...starts]) => [
@@ -168,7 +173,8 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
     }
     case "stablehlo.reverse": {
       const dims = ints(a.dimensions, "dimensions", op);
-      return ([x]) => [layout.reverse(x as NDArray, dims)];
+      const alloc = pooledOutputs();
+      return ([x], frame) => [layout.reverse(x as NDArray, dims, alloc(frame))];
     }
     case "stablehlo.iota": {
       const t = op.resultTypes[0];
@@ -185,14 +191,12 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       const [block] = tools.regions;
       const region = op.regions[0];
       if (!block || !region) throw new XlaserveError("MODULE_INVALID", "stablehlo.reduce needs a body region");
+      const body = regionInfoFor(block, region);
+      const run = reduceFor(dims);
+      const alloc = pooledOutputs();
       return (args, frame) => {
         const n = args.length / 2;
-        return reduce(
-          args.slice(0, n) as NDArray[],
-          args.slice(n) as NDArray[],
-          dims,
-          regionInfo(block, region, frame),
-        );
+        return run(args.slice(0, n) as NDArray[], args.slice(n) as NDArray[], body(frame), alloc(frame));
       };
     }
     case "stablehlo.rng_bit_generator": {
@@ -239,6 +243,18 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
   }
   if (OUT_OF_SCOPE.has(name)) throw unsupported(name, `${op.name} is out of scope for the CPU engine (see README)`);
   throw unsupported(op.name, `${op.name} is not supported`);
+}
+
+/**
+ * Output storage from the running plan's pool, for kernels whose output type is their input's:
+ * the type is only known per call, but it is the same every run.
+ */
+function pooledOutputs(): (frame: Frame) => DataAlloc {
+  const take = lastTypeTaker();
+  return (frame) => {
+    const arena = frame.ctx.arena;
+    return (type, count) => take(type)(arena, count);
+  };
 }
 
 function splitName(name: string): [string, string | undefined] {

@@ -3,7 +3,7 @@ import { HELPERS } from "../elem/helpers.ts";
 import type { Op } from "../ir.ts";
 import { isTensorType } from "../ir.ts";
 import { BINARY_OPS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
-import { takeData } from "./arena.ts";
+import { type Arena, dataTaker } from "./arena.ts";
 import { type Layout, type Node, chooseLayout, generate } from "./fused-codegen.ts";
 import type { Frame, Kernel, Step } from "./program.ts";
 import type { RtValue } from "./values.ts";
@@ -129,6 +129,8 @@ interface Prepared {
   readonly strides: number[][];
   readonly layout: Layout | null;
   readonly compiled: Generated | null;
+  /** Output storage of the compiled loop's type. */
+  readonly take: ((arena: Arena, count: number) => TypedArray) | null;
 }
 
 function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[]): Kernel {
@@ -148,9 +150,10 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
     }
     const stridesPerLeaf = leafStrides(tree, leaves, outShape);
     const layout = chooseLayout(stridesPerLeaf, outShape);
-    // One-element constants of plain float types become literals in the generated code.
+    // Constants of plain float types holding one value (one element, or a folded broadcast of
+    // one, like ReLU's zeros) become literals in the generated code.
     const baked = leaves.map((l, k) =>
-      frame.constant[leafSlots[k] as number] && (l.type === "f32" || l.type === "f64") && l.data.length === 1
+      frame.constant[leafSlots[k] as number] && (l.type === "f32" || l.type === "f64") && isSplat(l.data)
         ? l.data
         : null,
     );
@@ -170,6 +173,7 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
       strides: stridesPerLeaf,
       layout,
       compiled,
+      take: compiled ? dataTaker(compiled.outType) : null,
     };
   };
   return (args, frame) => {
@@ -180,8 +184,8 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
       last = p;
     }
     const compiled = p.compiled;
-    if (compiled === null) return fallback(members, leafSlots, leaves, frame);
-    const out = takeData(frame.ctx.arena, compiled.outType, p.count);
+    if (compiled === null || p.take === null) return fallback(members, leafSlots, leaves, frame);
+    const out = p.take(frame.ctx.arena, p.count);
     const layout = p.layout;
     compiled.loop(
       leaves,
@@ -194,6 +198,14 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
     );
     return [{ type: compiled.outType, shape: [...p.outShape], data: out }];
   };
+}
+
+/** Every element the same value (signed zeros told apart), at least one element. */
+function isSplat(data: TypedArray): boolean {
+  if (data.length === 0) return false;
+  const first = data[0];
+  for (let i = 1; i < data.length; i++) if (!Object.is(data[i], first)) return false;
+  return true;
 }
 
 /** Whether this call's leaves have the types, shapes and baked constants `p` was made for. */

@@ -69,6 +69,11 @@ const MATERIALIZING = new Set(["stablehlo.broadcast_in_dim", "stablehlo.iota", "
 const FOLD_LIMIT = 4096;
 
 export class CompiledFunction {
+  /** The slots as every run starts: folded constants in place, the rest empty. */
+  private readonly initialEnv: (RtValue | undefined)[];
+  /** 1 on the constants' slots; shared by every run's frame, which only reads it. */
+  private readonly constantMask: Uint8Array;
+
   constructor(
     readonly name: string,
     readonly slotCount: number,
@@ -76,7 +81,12 @@ export class CompiledFunction {
     readonly constants: Map<number, RtValue>,
     readonly pure: boolean,
     readonly outputCount: number,
-  ) {}
+  ) {
+    this.initialEnv = [];
+    this.constantMask = new Uint8Array(slotCount);
+    for (let s = 0; s < slotCount; s++) this.initialEnv.push(constants.get(s));
+    for (const slot of constants.keys()) this.constantMask[slot] = 1;
+  }
 
   /**
    * A call from another function: the results go straight into the caller's slots, which
@@ -90,12 +100,8 @@ export class CompiledFunction {
 
   /** Runs the function. The results come back counted in ctx.arena (the caller owns them). */
   invoke(args: RtValue[], ctx: ExecContext): RtValue[] {
-    const env = new Array<RtValue | undefined>(this.slotCount);
-    const constant = new Uint8Array(this.slotCount);
-    for (const [slot, value] of this.constants) {
-      env[slot] = value;
-      constant[slot] = 1;
-    }
+    const env = this.initialEnv.slice();
+    const constant = this.constantMask;
     const frame: Frame = { env, ctx, constant };
     try {
       const results = runBlock(this.body, frame, args);

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { f16BitsToNumber, isXlaserveError, numberToF16Bits } from "@xlaserve/core";
 import type { NDArray } from "../../src/array.ts";
 import { setForceFallbackGemm } from "../../src/blas/index.ts";
+import { dotGeneralFor } from "../../src/kernels/heavy/dot-general.ts";
 import { type DotDimensionNumbers, dotGeneral } from "../../src/kernels/heavy/index.ts";
 import {
   array,
@@ -152,6 +153,34 @@ describe("dot_general", () => {
       rhsContracting: [0],
     });
     expect(Array.from(out.data as Float32Array)).toEqual([1, -2]);
+  });
+
+  test("an op's plan, kept between calls, follows operands whose shapes change", () => {
+    const dims: DotDimensionNumbers = { lhsBatch: [0], rhsBatch: [0], lhsContracting: [2], rhsContracting: [1] };
+    const dot = dotGeneralFor(dims);
+    const alloc = (count: number, f64: boolean) => (f64 ? new Float64Array(count) : new Float32Array(count));
+    const next = rng(5);
+    for (const [b, m, k, n] of [
+      [2, 3, 4, 5],
+      [2, 3, 4, 5],
+      [1, 16, 16, 16],
+      [3, 1, 300, 40],
+      [2, 3, 4, 5],
+    ] as [number, number, number, number][]) {
+      const lhs = randomF32(next, [b, m, k]);
+      const rhs = randomF32(next, [b, k, n]);
+      const planned = dot(lhs, rhs, "f32", alloc);
+      const fresh = dotGeneral(lhs, rhs, dims);
+      expect(planned.shape).toEqual([b, m, n]);
+      expect(Array.from(planned.data as Float32Array)).toEqual(Array.from(fresh.data as Float32Array));
+    }
+    let caught: unknown;
+    try {
+      dot(randomF32(next, [2, 3, 4]), randomF32(next, [2, 5, 4]), "f32", alloc);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isXlaserveError(caught, "INVALID_ARGUMENT")).toBe(true);
   });
 
   test("mismatched dimensions raise INVALID_ARGUMENT", () => {

@@ -3,11 +3,19 @@
  * GEMM's transpose flags absorb the common x @ W^T case) into [batch, M, K] x [batch, K, N],
  * then each batch is one GEMM. Result axes are [batch..., lhs free..., rhs free...].
  */
-import { type ElemType, type NDArray, elementCount, isComplexType, isFloatType, isIntegerType } from "../../array.ts";
-import { gemm } from "../../blas/index.ts";
+import {
+  type ElemType,
+  type NDArray,
+  elementCount,
+  isComplexType,
+  isFloatType,
+  isIntegerType,
+  sameShape,
+} from "../../array.ts";
+import { type GemmRunner, gemm, planGemm } from "../../blas/index.ts";
 import { toFloat32, toFloat64, fromFloats, isF8 } from "./element-io.ts";
 import { checkAxes, invalid, unsupported } from "./errors.ts";
-import { type Oriented, orientOperand } from "./gemm-layout.ts";
+import { type Oriented, type Orientation, orientData, orientation } from "./gemm-layout.ts";
 import { integerDot } from "./dot-integer.ts";
 
 export interface DotDimensionNumbers {
@@ -73,24 +81,89 @@ function planDot(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotPlan
   };
 }
 
+/** Everything the operands' shapes and the dimension numbers decide, computed once per shape pair. */
+interface DotLayout {
+  readonly lhsShape: readonly number[];
+  readonly rhsShape: readonly number[];
+  readonly plan: DotPlan;
+  readonly lhs: Orientation;
+  readonly rhs: Orientation;
+  /** The per-batch GEMM in f32 and f64, planned on first use. */
+  gemmF32: GemmRunner | null;
+  gemmF64: GemmRunner | null;
+}
+
+function layoutFor(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotLayout {
+  const plan = planDot(lhs, rhs, dims);
+  return {
+    lhsShape: [...lhs.shape],
+    rhsShape: [...rhs.shape],
+    plan,
+    lhs: orientation(dims.lhsBatch, plan.lhsFree, dims.lhsContracting),
+    rhs: orientation(dims.rhsBatch, dims.rhsContracting, plan.rhsFree),
+    gemmF32: null,
+    gemmF64: null,
+  };
+}
+
+function gemmOf(layout: DotLayout, f32: boolean): GemmRunner {
+  const planned = f32 ? layout.gemmF32 : layout.gemmF64;
+  if (planned) return planned;
+  const { m, n, k } = layout.plan;
+  const transA = layout.lhs.transposed;
+  const transB = layout.rhs.transposed;
+  const runner = planGemm({ m, n, k, lda: transA ? m : k, ldb: transB ? k : n, ldc: n, transA, transB }, f32);
+  if (f32) layout.gemmF32 = runner;
+  else layout.gemmF64 = runner;
+  return runner;
+}
+
+/** Storage for a float GEMM result; contents may be arbitrary (every element is written). */
+export type GemmOutputAlloc = (count: number, f64: boolean) => Float32Array | Float64Array;
+
+const freshOutput: GemmOutputAlloc = (count, f64) =>
+  f64 ? new Float64Array(new ArrayBuffer(count * 8)) : new Float32Array(new ArrayBuffer(count * 4));
+
 /**
  * dot_general(lhs, rhs) with the given dimension numbers. `resultType` is the op's result
- * element type (preferred_element_type); it defaults to the lhs type.
+ * element type (preferred_element_type); it defaults to the lhs type. `alloc` gives the float
+ * result storage (the plan's pooled buffers).
  */
 export function dotGeneral(
   lhs: NDArray,
   rhs: NDArray,
   dims: DotDimensionNumbers,
   resultType: ElemType = lhs.type,
+  alloc: GemmOutputAlloc = freshOutput,
 ): NDArray {
-  const plan = planDot(lhs, rhs, dims);
-  const orient = (a: NDArray, data: NDArray["data"], slots: number, isLhs: boolean) =>
-    isLhs
-      ? orientOperand(data, a.shape, dims.lhsBatch, plan.lhsFree, dims.lhsContracting, slots)
-      : orientOperand(data, a.shape, dims.rhsBatch, dims.rhsContracting, plan.rhsFree, slots);
+  return runDot(lhs, rhs, layoutFor(lhs, rhs, dims), resultType, alloc);
+}
+
+/**
+ * dotGeneral for one op of a plan: the shape checks, axis bookkeeping and layout decisions are
+ * made when a shape pair is first seen and reused while the operands keep those shapes (a
+ * compiled program sees the same shapes on every run).
+ */
+export function dotGeneralFor(
+  dims: DotDimensionNumbers,
+): (lhs: NDArray, rhs: NDArray, resultType: ElemType, alloc: GemmOutputAlloc) => NDArray {
+  let last: DotLayout | null = null;
+  return (lhs, rhs, resultType, alloc) => {
+    let layout = last;
+    if (layout === null || !sameShape(layout.lhsShape, lhs.shape) || !sameShape(layout.rhsShape, rhs.shape)) {
+      layout = layoutFor(lhs, rhs, dims);
+      last = layout;
+    }
+    return runDot(lhs, rhs, layout, resultType, alloc);
+  };
+}
+
+function runDot(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemType, alloc: GemmOutputAlloc): NDArray {
+  const plan = layout.plan;
+  const orient: OrientFn = (a, data, slots, isLhs) => orientData(data, a.shape, isLhs ? layout.lhs : layout.rhs, slots);
   if (isF8(resultType) || isF8(lhs.type) || isF8(rhs.type)) throw unsupported(OP, "f8 element types are not supported");
   if (isComplexType(resultType)) {
-    return { type: resultType, shape: plan.resultShape, data: complexDot(lhs, rhs, plan, orient, resultType) };
+    return { type: resultType, shape: [...plan.resultShape], data: complexDot(lhs, rhs, plan, orient, resultType) };
   }
   if (isFloatType(resultType)) {
     if (isComplexType(lhs.type) || isComplexType(rhs.type))
@@ -98,15 +171,22 @@ export function dotGeneral(
     const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
     const a = orient(lhs, inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), 1, true);
     const b = orient(rhs, inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), 1, false);
-    const count = plan.batch * plan.m * plan.n;
-    const c = inF32 ? new Float32Array(new ArrayBuffer(count * 4)) : new Float64Array(new ArrayBuffer(count * 8));
-    batchedGemm(plan, a, b, c, 0);
-    return { type: resultType, shape: plan.resultShape, data: fromFloats(resultType, c, OP) };
+    const c = alloc(plan.batch * plan.m * plan.n, !inF32);
+    const run = gemmOf(layout, inF32);
+    const { m, n, k } = plan;
+    const ad = a.data as Float32Array | Float64Array;
+    const bd = b.data as Float32Array | Float64Array;
+    for (let bi = 0; bi < plan.batch; bi++) run(ad, bi * m * k, bd, bi * k * n, c, bi * m * n);
+    return { type: resultType, shape: [...plan.resultShape], data: fromFloats(resultType, c, OP) };
   }
   if (isIntegerType(resultType) || resultType === "i1") {
     if (isFloatType(lhs.type) || isFloatType(rhs.type) || isComplexType(lhs.type) || isComplexType(rhs.type))
       throw unsupported(OP, `floating-point operands with integer result ${resultType}`);
-    return { type: resultType, shape: plan.resultShape, data: integerDot(lhs, rhs, plan, orient, resultType, OP) };
+    return {
+      type: resultType,
+      shape: [...plan.resultShape],
+      data: integerDot(lhs, rhs, plan, orient, resultType, OP),
+    };
   }
   throw unsupported(OP, `result element type ${resultType}`);
 }

@@ -110,7 +110,11 @@ export function gather(
   return result;
 }
 
-/** Copies an N-d block between two strided layouts (an odometer over the block). */
+/**
+ * Copies an N-d block between two strided layouts: the innermost axis in one loop (a single
+ * run of words when it is contiguous on both sides, as an embedding row is), the outer axes by
+ * an odometer.
+ */
 export function copyWindow(
   src: { [i: number]: unknown },
   from: number,
@@ -124,10 +128,24 @@ export function copyWindow(
 ): void {
   const rank = shape.length;
   for (const size of shape) if (size === 0) return;
+  if (rank === 0) {
+    for (let q = 0; q < slots; q++) dst[to + q] = src[from + q];
+    return;
+  }
+  const last = rank - 1;
+  const inner = shape[last] as number;
+  const innerIn = stepIn[last] as number;
+  const innerOut = stepOut[last] as number;
+  const run = innerIn === slots && innerOut === slots ? inner * slots : 0;
   counter.fill(0);
   for (;;) {
-    for (let q = 0; q < slots; q++) dst[to + q] = src[from + q];
-    let a = rank - 1;
+    if (run > 0) for (let q = 0; q < run; q++) dst[to + q] = src[from + q];
+    else {
+      for (let i = 0, f = from, t = to; i < inner; i++, f += innerIn, t += innerOut) {
+        for (let q = 0; q < slots; q++) dst[t + q] = src[f + q];
+      }
+    }
+    let a = last - 1;
     for (; a >= 0; a--) {
       counter[a] = (counter[a] as number) + 1;
       from += stepIn[a] as number;

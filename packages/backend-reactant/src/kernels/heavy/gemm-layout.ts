@@ -1,7 +1,9 @@
 /**
  * Brings an operand into the two-matrix-axes layout GEMM reads: [batch..., first..., second...]
  * as a row-major batch of first x second matrices, or, when the data already sits as
- * [batch..., second..., first...], uses it as is with the transpose flag set (no copy).
+ * [batch..., second..., first...], uses it as is with the transpose flag set (no copy). Which
+ * of the two (or a permutation) an operand needs depends only on its axes, so it is decided
+ * once (`orientation`) and applied per call (`orientData`).
  */
 import type { TypedArray } from "../../array.ts";
 import { isIdentity, permuteData } from "./permute.ts";
@@ -12,16 +14,24 @@ export interface Oriented {
   readonly transposed: boolean;
 }
 
-export function orientOperand(
-  data: TypedArray,
-  shape: readonly number[],
+export interface Orientation {
+  readonly transposed: boolean;
+  /** The permutation into [batch..., first..., second...], or null when the data is used as stored. */
+  readonly permute: readonly number[] | null;
+}
+
+export function orientation(
   batchAxes: readonly number[],
   firstAxes: readonly number[],
   secondAxes: readonly number[],
-  slots: number,
-): Oriented {
+): Orientation {
   const straight = [...batchAxes, ...firstAxes, ...secondAxes];
-  if (isIdentity(straight)) return { data, transposed: false };
-  if (isIdentity([...batchAxes, ...secondAxes, ...firstAxes])) return { data, transposed: true };
-  return { data: permuteData(data, shape, straight, slots), transposed: false };
+  if (isIdentity(straight)) return { transposed: false, permute: null };
+  if (isIdentity([...batchAxes, ...secondAxes, ...firstAxes])) return { transposed: true, permute: null };
+  return { transposed: false, permute: straight };
+}
+
+export function orientData(data: TypedArray, shape: readonly number[], o: Orientation, slots: number): Oriented {
+  if (o.permute === null) return { data, transposed: o.transposed };
+  return { data: permuteData(data, shape, o.permute, slots), transposed: false };
 }

@@ -3,6 +3,7 @@
  * GEMM wants. Works on any typed array; `slots` is 2 for interleaved complex.
  */
 import { type TypedArray, strides } from "../../array.ts";
+import { copyLoopFor } from "../strided-copy.ts";
 
 /** A zeroed array of the same class as `data`, over its own ArrayBuffer. */
 export function sameKind<T extends TypedArray>(data: T, length: number): T {
@@ -22,7 +23,6 @@ export function permuteData<T extends TypedArray>(
   slots = 1,
 ): T {
   if (isIdentity(perm)) return data;
-  const rank = shape.length;
   const inStrides = strides(shape);
   const outShape = perm.map((p) => shape[p] as number);
   const out = sameKind(data, data.length);
@@ -31,29 +31,11 @@ export function permuteData<T extends TypedArray>(
   const stepIn = perm.map((p) => (inStrides[p] as number) * words);
   const total = data.length / slots;
   if (total === 0) return out;
-  const writable = bitExact(out, slots).view as unknown as { [i: number]: unknown };
-  const readable = bits.view as unknown as { [i: number]: unknown };
-  const counter = new Array<number>(rank).fill(0);
-  const last = rank - 1;
-  const innerLength = outShape[last] as number;
-  const innerStep = stepIn[last] as number;
-  let source = 0;
-  let target = 0;
-  // Walk the output in order; the innermost axis is a strided copy, outer axes an odometer.
-  for (;;) {
-    for (let j = 0, s = source; j < innerLength; j++, s += innerStep) {
-      for (let q = 0; q < words; q++) writable[target++] = readable[s + q];
-    }
-    let axis = last - 1;
-    for (; axis >= 0; axis--) {
-      source += stepIn[axis] as number;
-      counter[axis] = (counter[axis] as number) + 1;
-      if ((counter[axis] as number) < (outShape[axis] as number)) break;
-      source -= (stepIn[axis] as number) * (outShape[axis] as number);
-      counter[axis] = 0;
-    }
-    if (axis < 0) return out;
-  }
+  // The output in order, innermost axis a strided run, outer axes an odometer; bit views keep
+  // NaN payloads, and the generated loop sees one view class.
+  const writable = bitExact(out, slots).view;
+  copyLoopFor(bits.view, words)(bits.view, writable, 0, stepIn, outShape);
+  return out;
 }
 
 export function product(values: readonly number[]): number {
@@ -65,11 +47,13 @@ export function product(values: readonly number[]): number {
 /**
  * An integer view of the same bytes for moving elements: reading a NaN out of a float array
  * into a JS number may canonicalise it, which would lose its sign and payload. `slots` is
- * scaled for f64 (two 32-bit words per slot).
+ * scaled for f64 (two 32-bit words per slot). Signed words: an unsigned view reads every
+ * negative float as a number above 2^31, which JavaScriptCore holds as a double, and a copy
+ * loop compiled for int32 words keeps bailing out on those (several times slower).
  */
 export function bitExact(data: TypedArray, slots: number): { view: TypedArray; slots: number } {
-  if (data instanceof Float32Array) return { view: new Uint32Array(data.buffer, data.byteOffset, data.length), slots };
+  if (data instanceof Float32Array) return { view: new Int32Array(data.buffer, data.byteOffset, data.length), slots };
   if (data instanceof Float64Array)
-    return { view: new Uint32Array(data.buffer, data.byteOffset, 2 * data.length), slots: 2 * slots };
+    return { view: new Int32Array(data.buffer, data.byteOffset, 2 * data.length), slots: 2 * slots };
   return { view: data, slots };
 }
