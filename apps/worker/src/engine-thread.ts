@@ -6,7 +6,7 @@
  */
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
 import { isXlaserveError, viewTyped } from "@xlaserve/core";
-import { type RunCall, type RunReply, decodeRunCalls, encodeRunReplies, isRunCalls } from "./run-wire.ts";
+import { type RunCall, type RunReply, decodeRunCalls, encodeRunReplies, isRunCalls, transferFor } from "./run-wire.ts";
 
 declare const self: Worker;
 
@@ -189,7 +189,7 @@ async function serveRunBatch(packed: ArrayBuffer): Promise<void> {
     }
   }
   const reply = encodeRunReplies(replies, stats());
-  self.postMessage(reply, [reply]);
+  self.postMessage(reply, transferFor(reply));
 }
 
 // One call at a time, in arrival order: a peak reset lands exactly between the calls around it.

@@ -11,7 +11,7 @@ import type {
   ModuleSource,
 } from "@xlaserve/core";
 import { XlaserveError, viewTyped } from "@xlaserve/core";
-import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies } from "./run-wire.ts";
+import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies, transferFor } from "./run-wire.ts";
 
 /**
  * An AbstractBackend whose engine runs on its own thread (a Bun Worker hosting engine-thread.ts):
@@ -203,7 +203,7 @@ export class ThreadedBackend implements AbstractBackend {
     // run calls spelled out, so the order of a mixed batch holds.
     if (calls.every(isRunCall)) {
       const packed = encodeRunCalls(calls);
-      this.worker.postMessage(packed, [packed]);
+      this.worker.postMessage(packed, transferFor(packed));
       return;
     }
     const objects = calls.map((c) => (isRunCall(c) ? runCallObject(c) : c));
