@@ -41,7 +41,7 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --wiggle F           share of the limit kept free (default 0.1)
   --residency M=R      residency of model M: pinned | device | host (repeatable)
   --default-residency R  device | host (default device)
-  --per-model N        requests run at once per model (default 4)
+  --per-model N        requests run at once per model (default 16 on the CPU engine, 4 on PJRT)
   --queue-depth N      requests queued per model before 429 (default 64)
   --dynamic-batching   coalesce concurrent requests into one execution (more throughput; a
                        request's output may then differ in the last bits with other traffic)

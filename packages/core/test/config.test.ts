@@ -33,10 +33,11 @@ describe("loadConfig", () => {
       repository: { path: "examples/models", dynamic: true, pollIntervalMs: 2000 },
       cache: { enabled: true, stateDir: ".state", database: "sqlite" },
       memory: { weightFraction: 0.9, wiggle: 0.1, defaultResidency: "device" },
-      concurrency: { perModel: 4, queueDepth: 64 },
+      concurrency: { queueDepth: 64 },
       log: { level: "info", format: "json" },
     });
     expect(config.pjrt.plugin).toBeUndefined();
+    expect(config.concurrency.perModel).toBeUndefined(); // chosen by engine: see perModelDefault
     expect(config.server.authToken).toBeUndefined();
   });
 

@@ -83,7 +83,11 @@ export const ConfigSchema = Type.Object(
     ),
     concurrency: Type.Object(
       {
-        perModel: Type.Integer({ minimum: 1, default: 4 }),
+        // Requests admitted to run at once per model. Unset: 16 on the CPU engine, whose thread runs
+        // one program at a time (the admitted requests wait in its message queue and travel to it
+        // together: one message and one wake-up for several requests), 4 on PJRT, where each
+        // admitted execution can hold its own device scratch.
+        perModel: Type.Optional(Type.Integer({ minimum: 1 })),
         queueDepth: Type.Integer({ minimum: 1, default: 64 }),
         // Off by default: coalesced requests run on a larger compiled program, whose answer for a
         // row can differ in the last bits from the program of the request's own batch size, so a
