@@ -24,8 +24,12 @@ import { type RtValue, isArray } from "./plan/values.ts";
 /** Uploads up to this size are copied into pooled storage (see upload). */
 const POOLED_UPLOAD_BYTES = 1 << 16;
 
-/** Bumped whenever kernels change results, so cached plans of older engines are not reused. */
-export const ENGINE_VERSION = "0.1.0";
+/**
+ * Bumped whenever kernels change results or the arena's accounting changes (the memory probe's
+ * scratch figures are stored per program identity), so cached plans and stored figures of older
+ * engines are not reused. 0.2.0: small arrays are pooled too.
+ */
+export const ENGINE_VERSION = "0.2.0";
 
 export interface ReactantBackendOptions {
   /** Reported as the device kind; the cache partitions by it. Default "cpu". */
