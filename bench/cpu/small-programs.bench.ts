@@ -10,12 +10,17 @@
  * compiling the hot paths on background threads for a second or more, which would otherwise
  * show up as CPU time of the first repetitions.
  *
- *   bun bench/cpu/small-programs.bench.ts [--only mlp:1,mlp:8,cnn:1,transformer:1]
+ * The anchor: where a bundle carries jax_exported.cpu.b<N>.bin (tools/export_jax_bundle.py
+ * --jax-exported) and python3 imports jax, XLA CPU's latency for the same module on the same
+ * machine, in the same run, and the ratio; otherwise the result says why there is none.
+ *
+ *   bun bench/cpu/small-programs.bench.ts [--only mlp:1,mlp:8,cnn:1,transformer:1] [--models DIR]
  *       [--iters 5000] [--reps 7] [--warmup-ms 3000] [--profile] [--results-dir D]
  */
 import { join, resolve } from "node:path";
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
 import { loadBundle } from "@xlaserve/core/bundle/load.ts";
+import { anchorUnavailable, runAnchor } from "../lib/anchor.ts";
 import { intFlag, listFlag, parseFlags } from "../lib/args.ts";
 import { disposeAll, inputsFor, moduleFor, uploadWeights } from "../lib/bundle-io.ts";
 import { BenchResult, resultsDir } from "../lib/results.ts";
@@ -139,10 +144,30 @@ for (const { model, batch } of cases) {
     l.exe.dispose();
     await l.backend.dispose();
     if (values.profile) entry.profileUsPerExecution = await profile(model, batch, n);
+    await anchor(model, batch, median(wall), entry);
   });
 }
 result.figure("perCase", perCase);
 result.write(resultsDir(values["results-dir"] as string | undefined));
+
+/** XLA CPU on the same module, same machine, same run (bench/anchors/jax_anchor.py latency). */
+async function anchor(model: string, batch: number, engineWallUs: number, entry: Record<string, unknown>) {
+  const dir = join(modelsDir, model);
+  const why = anchorUnavailable(dir, "cpu", batch);
+  if (why) {
+    entry.xlaCpu = { skipped: why };
+    result.note(`${model} b${batch}: XLA CPU anchor skipped: ${why}`);
+    return;
+  }
+  const a = await runAnchor({ mode: "latency", bundleDir: dir, batch, platform: "cpu", runs: 200, timeoutMs: 300_000 });
+  if (!a.ok) throw new Error(a.error ?? "anchor failed");
+  entry.xlaCpu = a.result;
+  result.ratio(
+    `${model} b${batch} engine/xla-cpu`,
+    { label: "engine median us per execution", value: engineWallUs },
+    { label: "XLA CPU median us", value: ((a.result?.median_ms as number | undefined) ?? Number.NaN) * 1000 },
+  );
+}
 
 interface OpTime {
   ms: number;
