@@ -176,7 +176,7 @@ export function decodeRunCalls(buffer: ArrayBuffer): RunCall[] {
 
 export function encodeRunReplies(replies: readonly RunReply[], stats: MemoryStats | null): ArrayBuffer {
   const errors = new Map<number, Uint8Array>();
-  let size = 8 + 24 + 8;
+  let size = 8 + 24; // magic, count, then three f64 memory figures
   replies.forEach((rep, i) => {
     size = align8(size + 12);
     if (rep.ok) {

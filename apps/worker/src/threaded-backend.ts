@@ -171,12 +171,17 @@ export class ThreadedBackend implements AbstractBackend {
   }
 
   call(op: string, payload: Record<string, unknown> = {}, transfer: ArrayBuffer[] = []): Promise<unknown> {
+    return this.request((id) => ({ id, op, ...payload }), transfer);
+  }
+
+  /** Queues the message `make` builds for a fresh id; settles with the engine's answer to it. */
+  private request(make: (id: number) => Record<string, unknown> | RunCall, transfer: ArrayBuffer[]): Promise<unknown> {
     if (this.closed) return Promise.reject(new XlaserveError("DISPOSED", "the backend was disposed"));
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.send({ id, op, ...payload }, transfer);
+      this.send(make(id), transfer);
     });
   }
 
@@ -186,7 +191,7 @@ export class ThreadedBackend implements AbstractBackend {
    * leaves at once; under load one postMessage and one thread wake-up serve several requests (the
    * engine runs them one at a time either way, each on its own program, so answers are unchanged).
    */
-  private send(msg: Record<string, unknown>, transfer: ArrayBuffer[]): void {
+  private send(msg: Record<string, unknown> | RunCall, transfer: ArrayBuffer[]): void {
     this.outbox.push(msg);
     for (const t of transfer) this.outboxTransfer.push(t);
     if (!this.inFlight) this.flush();
@@ -286,21 +291,10 @@ export class ThreadedBackend implements AbstractBackend {
     inputs: readonly HostTensor[],
     weights: readonly DeviceBuffer[],
   ): Promise<HostTensor[]> {
-    if (this.closed) throw new XlaserveError("DISPOSED", "the backend was disposed");
-    if (this.failure) throw this.failure;
-    const id = this.nextId++;
-    const call: RunCall = {
-      id,
-      handle: (executable as ThreadExecutable).handle,
-      inputs,
-      resident: weights.map((w) => (w as ThreadBuffer).handle),
-    };
-    return new Promise<HostTensor[]>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      // Packed when the batch leaves (encodeRunCalls copies the inputs then).
-      this.outbox.push(call);
-      if (!this.inFlight) this.flush();
-    });
+    const handle = (executable as ThreadExecutable).handle;
+    const resident = weights.map((w) => (w as ThreadBuffer).handle);
+    // Packed when the batch leaves (encodeRunCalls copies the inputs then).
+    return (await this.request((id): RunCall => ({ id, handle, inputs, resident }), [])) as HostTensor[];
   }
 
   memoryStats(): MemoryStats {

@@ -469,15 +469,17 @@ static void* client_compile(PJRT_Client_Compile_Args* a) {
   a->executable = e;
   return NULL;
 }
+/* Loaded and unloaded executables are the same mock object; both Destroy calls free it. */
+static void free_exec(mock_exec* e) {
+  if (!e) return;
+  free(e->code);
+  free(e);
+  live_executables--;
+}
 static void* loaded_destroy(PJRT_LoadedExecutable_Destroy_Args* a) {
   count(SLOT_PJRT_LoadedExecutable_Destroy);
   CHECK(a, PJRT_LoadedExecutable_Destroy_Args);
-  mock_exec* e = a->executable;
-  if (e) {
-    free(e->code);
-    free(e);
-    live_executables--;
-  }
+  free_exec(a->executable);
   return NULL;
 }
 static void* loaded_get_executable(PJRT_LoadedExecutable_GetExecutable_Args* a) {
@@ -491,12 +493,7 @@ static void* loaded_get_executable(PJRT_LoadedExecutable_GetExecutable_Args* a) 
 static void* executable_destroy(PJRT_Executable_Destroy_Args* a) {
   count(SLOT_PJRT_Executable_Destroy);
   CHECK(a, PJRT_Executable_Destroy_Args);
-  mock_exec* e = a->executable;
-  if (e) {
-    free(e->code);
-    free(e);
-    live_executables--;
-  }
+  free_exec(a->executable);
   return NULL;
 }
 static void* executable_num_outputs(PJRT_Executable_NumOutputs_Args* a) {

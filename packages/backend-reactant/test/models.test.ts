@@ -3,6 +3,7 @@ import type { NDArray } from "../src/array.ts";
 import { parseModule } from "../src/parser/parser.ts";
 import { Arena } from "../src/plan/arena.ts";
 import { Program } from "../src/plan/program.ts";
+import { EXAMPLE_CASES } from "../src/tools/example-tensors.ts";
 import { compareF32, loadExample } from "./helpers/bundles.ts";
 
 /**
@@ -10,17 +11,9 @@ import { compareF32, loadExample } from "./helpers/bundles.ts";
  * engine computes in the same precision (f32), so differences are summation-order effects:
  * bounded by an absolute tolerance (ULP counts near zero are large and meaningless).
  */
-const CASES = [
-  ["mlp", 1],
-  ["mlp", 8],
-  ["cnn", 1],
-  ["cnn", 4],
-  ["transformer", 1],
-  ["transformer", 4],
-] as const;
 
 describe("example bundles match XLA CPU", () => {
-  for (const [model, batch] of CASES) {
+  for (const [model, batch] of EXAMPLE_CASES) {
     test(`${model} b${batch}`, () => {
       const c = loadExample(model, batch);
       const program = new Program(parseModule(c.mlir, `${model}/model.b${batch}.mlir`));

@@ -8,6 +8,16 @@ import type { DType, HostTensor } from "@xlaserve/core";
 
 export const EXAMPLES = new URL("../../../../examples/models/", import.meta.url).pathname;
 
+/** Every (model, batch size) the example bundles compile. */
+export const EXAMPLE_CASES = [
+  ["mlp", 1],
+  ["mlp", 8],
+  ["cnn", 1],
+  ["cnn", 4],
+  ["transformer", 1],
+  ["transformer", 4],
+] as const;
+
 const SAFETENSORS_DTYPES: Record<string, DType> = {
   F32: "f32",
   F64: "f64",

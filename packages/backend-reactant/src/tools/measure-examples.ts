@@ -6,17 +6,10 @@
 import { readFileSync } from "node:fs";
 import { createReactantBackend } from "../backend.ts";
 import type { OpTime } from "../plan/program.ts";
-import { EXAMPLES, exampleArguments } from "./example-tensors.ts";
+import { EXAMPLES, EXAMPLE_CASES, exampleArguments } from "./example-tensors.ts";
 
 const profile = process.argv.includes("--profile") ? new Map<string, OpTime>() : undefined;
-for (const [model, batch] of [
-  ["mlp", 1],
-  ["mlp", 8],
-  ["cnn", 1],
-  ["cnn", 4],
-  ["transformer", 1],
-  ["transformer", 4],
-] as const) {
+for (const [model, batch] of EXAMPLE_CASES) {
   const backend = createReactantBackend({ profile });
   const args = await Promise.all(exampleArguments(model, batch).map((t) => backend.upload(t)));
   const bytes = new Uint8Array(readFileSync(`${EXAMPLES}${model}/model.b${batch}.mlir`));
