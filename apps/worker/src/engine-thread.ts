@@ -5,7 +5,7 @@
  * current as of the last call.
  */
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
-import { isXlaserveError, viewTyped } from "@xlaserve/core";
+import { isXlaserveError, uploadAll, viewTyped } from "@xlaserve/core";
 import { type RunCall, type RunReply, decodeRunCalls, encodeRunReplies, isRunCalls, transferFor } from "./run-wire.ts";
 
 declare const self: Worker;
@@ -158,12 +158,10 @@ async function runOnce(be: AbstractBackend, call: RunCall): Promise<HostTensor[]
   const uploaded: DeviceBuffer[] = [];
   let out: DeviceBuffer[] = [];
   try {
-    for (const t of call.inputs) uploaded.push(await be.upload(t));
+    uploaded.push(...(await uploadAll(be, call.inputs)));
     const resident = call.resident.map((h) => need(buffers, h, "buffer"));
     out = await be.execute(exe, [...uploaded, ...resident]);
-    const results: HostTensor[] = [];
-    for (const b of out) results.push(await be.download(b));
-    return results;
+    return await Promise.all(out.map((b) => be.download(b)));
   } finally {
     for (const b of uploaded) b.dispose();
     for (const b of out) b.dispose();
@@ -176,18 +174,23 @@ function wireError(err: unknown): { code: string; message: string; details: Reco
     : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), details: {} };
 }
 
-/** A packed batch of run calls (the request path), answered packed. */
+/**
+ * A packed batch of run calls (the request path), answered packed. The calls run concurrently: on
+ * a device, one request's copies overlap another's execution; the CPU engine computes each call
+ * synchronously inside execute, so its results and their bits are the same in any order.
+ */
 async function serveRunBatch(packed: ArrayBuffer): Promise<void> {
-  const replies: RunReply[] = [];
-  for (const call of decodeRunCalls(packed)) {
-    try {
-      const be = backend;
-      if (!be) throw new Error("the engine thread has no backend");
-      replies.push({ id: call.id, ok: true, outputs: await runOnce(be, call) });
-    } catch (err) {
-      replies.push({ id: call.id, ok: false, error: wireError(err) });
-    }
-  }
+  const replies: RunReply[] = await Promise.all(
+    decodeRunCalls(packed).map(async (call): Promise<RunReply> => {
+      try {
+        const be = backend;
+        if (!be) throw new Error("the engine thread has no backend");
+        return { id: call.id, ok: true, outputs: await runOnce(be, call) };
+      } catch (err) {
+        return { id: call.id, ok: false, error: wireError(err) };
+      }
+    }),
+  );
   const reply = encodeRunReplies(replies, stats());
   self.postMessage(reply, transferFor(reply));
 }
@@ -209,10 +212,22 @@ self.onmessage = (event: MessageEvent) => {
 async function serveBatch(calls: Record<string, unknown>[]): Promise<void> {
   const replies: unknown[] = [];
   const transfer: ArrayBuffer[] = [];
-  for (const msg of calls) {
+  // Uploads next to each other in a batch (a model's weights) are started together when the
+  // batch reaches them, so a device backend's copies overlap; each is answered in its place.
+  const started = new Map<Record<string, unknown>, ReturnType<typeof handle>>();
+  const startUploadsFrom = (i: number) => {
+    for (let j = i; j < calls.length && calls[j]?.op === "upload"; j++) {
+      const msg = calls[j] as Record<string, unknown>;
+      const pending = handle(msg);
+      pending.catch(() => {}); // awaited in order below
+      started.set(msg, pending);
+    }
+  };
+  for (const [i, msg] of calls.entries()) {
     const id = msg.id as number;
+    if (msg.op === "upload" && !started.has(msg)) startUploadsFrom(i);
     try {
-      const r = await handle(msg);
+      const r = await (started.get(msg) ?? handle(msg));
       if (id !== 0) replies.push({ id, ok: true, value: r.value });
       if (r.transfer && id !== 0) transfer.push(...r.transfer);
     } catch (err) {

@@ -1,5 +1,5 @@
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor, Logger, MemoryStats } from "@xlaserve/core";
-import { XlaserveError, zeros } from "@xlaserve/core";
+import { XlaserveError, uploadAll, zeros } from "@xlaserve/core";
 import type { Bundle, BundleModule, TensorSpec } from "@xlaserve/core/bundle/types.ts";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
 import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceRange } from "./batching.ts";
@@ -211,16 +211,7 @@ export class RuntimeModel implements ServedModel {
       },
       bytes: this.weightBytes,
       residency: this.residency,
-      upload: async () => {
-        const out: DeviceBuffer[] = [];
-        try {
-          for (const t of host) out.push(await backend.upload(t));
-        } catch (err) {
-          for (const b of out) b.dispose();
-          throw err;
-        }
-        return out;
-      },
+      upload: () => uploadAll(backend, host),
     };
   }
 
@@ -485,14 +476,13 @@ export class RuntimeModel implements ServedModel {
           hostResults = await fused.call(this.backend, program.executable, prepared, lease.buffers);
           this.countRun(tRun);
         } else {
-          for (const t of prepared) args.push(await this.backend.upload(t));
+          args.push(...(await uploadAll(this.backend, prepared)));
           c.computeInput.count++;
           c.computeInput.ns += nsSince(tIn);
           const tRun = performance.now();
           results = await this.backend.execute(program.executable, [...args, ...lease.buffers]);
           this.countRun(tRun);
-          hostResults = [];
-          for (const b of results) hostResults.push(await this.backend.download(b));
+          hostResults = await Promise.all(results.map((b) => this.backend.download(b)));
         }
         const tOut = performance.now();
         const out = split(hostResults);

@@ -154,8 +154,13 @@ static void* plugin_attributes(PJRT_Plugin_Attributes_Args* a) {
 
 /* ------------------------------------------------------------ events */
 
-/* Events turn ready after two IsReady polls, so the async wait path really waits. */
-typedef struct { int polls; int code; char message[128]; } mock_event;
+/*
+ * Events turn ready after `polls_to_ready` IsReady polls (2 unless a test sets it), so the async
+ * wait path really waits; a large value makes a wait outlast any polling and need OnReady.
+ */
+typedef struct { int polls; int ready; int code; char message[128]; } mock_event;
+static int polls_to_ready = 2;
+void mock_set_polls_to_ready(int n) { polls_to_ready = n; }
 
 static mock_event* make_event(int code, const char* message) {
   mock_event* e = calloc(1, sizeof *e);
@@ -178,21 +183,22 @@ static void* event_isready(PJRT_Event_IsReady_Args* a) {
   count(SLOT_PJRT_Event_IsReady);
   CHECK(a, PJRT_Event_IsReady_Args);
   mock_event* e = a->event;
-  a->is_ready = ++e->polls > 2;
+  if (!e->ready && ++e->polls > polls_to_ready) e->ready = 1;
+  a->is_ready = e->ready;
   return NULL;
 }
 static void* event_error(PJRT_Event_Error_Args* a) {
   count(SLOT_PJRT_Event_Error);
   CHECK(a, PJRT_Event_Error_Args);
   mock_event* e = a->event;
-  if (e->polls <= 2) return make_error(9, "mock: PJRT_Event_Error on an event that is not ready");
+  if (!e->ready) return make_error(9, "mock: PJRT_Event_Error on an event that is not ready");
   return e->code ? make_error(e->code, "%s", e->message) : NULL;
 }
 static void* event_await(PJRT_Event_Await_Args* a) {
   count(SLOT_PJRT_Event_Await);
   CHECK(a, PJRT_Event_Await_Args);
   mock_event* e = a->event;
-  e->polls = 3;
+  e->ready = 1;
   return e->code ? make_error(e->code, "%s", e->message) : NULL;
 }
 
@@ -212,7 +218,7 @@ static void* on_ready_thread(void* p) {
   on_ready_job* job = p;
   struct timespec delay = {0, 300 * 1000};
   nanosleep(&delay, NULL);
-  job->event->polls = 3;
+  job->event->ready = 1;
   if (js_thread_known && !pthread_equal(pthread_self(), js_thread)) __atomic_add_fetch(&callbacks_from_other_threads, 1, __ATOMIC_SEQ_CST);
   void* error = job->event->code ? make_error(job->event->code, "%s", job->event->message) : NULL;
   job->callback(error, job->user_arg);

@@ -14,7 +14,7 @@ import {
 } from "@xlaserve/core";
 import { PjrtApi } from "./api/pjrt-api.ts";
 import { compileOptionsProto } from "./compile-options.ts";
-import { pjrtIdentity } from "./identity.ts";
+import { pjrtIdentity, rememberPluginFileHash } from "./identity.ts";
 import { compileInChild } from "./isolated/isolated-compile.ts";
 import { PjrtBuffer, downloadBuffer, uploadTensor } from "./runtime/buffer.ts";
 import { PjrtClient } from "./runtime/client.ts";
@@ -42,10 +42,17 @@ export interface PjrtBackendOptions {
    */
   readonly isolateCompile?: boolean;
   /**
-   * How ready events are awaited: "callback" (PJRT_Event_OnReady with a threadsafe JSCallback,
-   * the default) or "poll" (PJRT_Event_IsReady on event-loop turns and short timers).
+   * How ready events are awaited (runtime/events.ts): "auto" (the default: polled on event-loop
+   * turns for the first few milliseconds, then PJRT_Event_OnReady), "callback" (OnReady with a
+   * threadsafe JSCallback from the start) or "poll" (IsReady on turns, then short timers).
    */
   readonly eventWait?: EventWait;
+  /**
+   * The plugin file's content hash (identity.ts pluginFileHash) when the caller already knows it:
+   * hashing reads the whole plugin (several hundred MB), and a backend hosted on another thread
+   * has no other way to reuse the caller's memo.
+   */
+  readonly pluginFileHash?: string;
   /** Milliseconds a child compile may take before it is killed. */
   readonly compileTimeoutMs?: number;
 }
@@ -71,13 +78,32 @@ export class PjrtBackend implements AbstractBackend {
   readonly options: PjrtBackendOptions;
   private disposed = false;
 
+  /**
+   * Milliseconds of each start-up step (dlopen and gate, PJRT_Plugin_Initialize, attributes,
+   * PJRT_Client_Create), for the load log and the first-result benchmark: start-up is most of a
+   * cold start's time and these say which part.
+   */
+  readonly startupMs: { open: number; initialize: number; attributes: number; client: number };
+
   constructor(options: PjrtBackendOptions) {
     this.options = options;
+    if (options.pluginFileHash) rememberPluginFileHash(options.pluginPath, options.pluginFileHash);
+    let t = performance.now();
+    const lap = () => {
+      const now = performance.now();
+      const ms = Math.round((now - t) * 1000) / 1000;
+      t = now;
+      return ms;
+    };
     this.api = PjrtApi.open(options.pluginPath);
+    const open = lap();
     initializePlugin(this.api);
+    const initialize = lap();
     this.attributes = pluginAttributes(this.api);
+    const attributes = lap();
     this.client = PjrtClient.create(this.api, clientOptionsFor(options));
-    this.client.eventWait = options.eventWait ?? "callback";
+    this.client.eventWait = options.eventWait ?? "auto";
+    this.startupMs = { open, initialize, attributes, client: lap() };
   }
 
   private live(): PjrtClient {

@@ -3,6 +3,7 @@ import { type HostTensor, isXlaserveError } from "@xlaserve/core";
 import { LAYOUT_0_113 } from "../src/abi/slots.ts";
 import { type PjrtBackend, createPjrtBackend } from "../src/backend.ts";
 import { compileOptionsProto } from "../src/compile-options.ts";
+import { AUTO_POLL_MS } from "../src/runtime/events.ts";
 import { buildMock, mockControls } from "./support/build-mock.ts";
 
 const slot = (name: string) => LAYOUT_0_113.slots.indexOf(name);
@@ -62,19 +63,50 @@ describe("PJRT backend on the mock plugin", () => {
   });
 
   test("upload / download round-trips bytes; events wake the JS thread from a plugin thread", async () => {
+    const calling = createPjrtBackend({ pluginPath: path, isolateCompile: false, eventWait: "callback" });
     const onReady = mock.calls(slot("PJRT_Event_OnReady"));
     const fromThreads = mock.callbacksFromOtherThreads();
     const t = f32([2, 3], [1, 2, 3, 4, 5, 6]);
-    using b = await backend.upload(t);
+    using b = await calling.upload(t);
     expect(mock.lastSemantics()).toBe(1); // kImmutableUntilTransferCompletes
     expect(b.shape).toEqual([2, 3]);
     expect(b.byteLength).toBe(24);
-    const back = await backend.download(b);
+    const back = await calling.download(b);
     expect(Array.from(back.data as Float32Array)).toEqual([1, 2, 3, 4, 5, 6]);
     // done_with_host_buffer and the download's event: both awaited through OnReady, called back
     // from the mock's own threads through the threadsafe JSCallback.
     expect(mock.calls(slot("PJRT_Event_OnReady")) - onReady).toBe(2);
     expect(mock.callbacksFromOtherThreads() - fromThreads).toBe(2);
+    b.dispose();
+    await calling.dispose();
+    expect(mock.liveEvents()).toBe(0);
+  });
+
+  test("the default wait (auto) sees short work by polling event-loop turns, without OnReady", async () => {
+    const onReady = mock.calls(slot("PJRT_Event_OnReady"));
+    const isReady = mock.calls(slot("PJRT_Event_IsReady"));
+    using b = await backend.upload(f32([2], [3, 4]));
+    expect(Array.from((await backend.download(b)).data as Float32Array)).toEqual([3, 4]);
+    expect(mock.calls(slot("PJRT_Event_OnReady"))).toBe(onReady);
+    // each mock event turns ready on the third poll
+    expect(mock.calls(slot("PJRT_Event_IsReady")) - isReady).toBe(6);
+    expect(mock.liveEvents()).toBe(0);
+  });
+
+  test("auto hands work that outlasts its polling window to OnReady", async () => {
+    mock.setPollsToReady(1_000_000_000);
+    try {
+      const onReady = mock.calls(slot("PJRT_Event_OnReady"));
+      const fromThreads = mock.callbacksFromOtherThreads();
+      const t0 = performance.now();
+      using b = await backend.upload(f32([3], [5, 6, 7]));
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(AUTO_POLL_MS);
+      expect(Array.from((await backend.download(b)).data as Float32Array)).toEqual([5, 6, 7]);
+      expect(mock.calls(slot("PJRT_Event_OnReady")) - onReady).toBe(2);
+      expect(mock.callbacksFromOtherThreads() - fromThreads).toBe(2);
+    } finally {
+      mock.setPollsToReady(2);
+    }
     expect(mock.liveEvents()).toBe(0);
   });
 

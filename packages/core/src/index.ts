@@ -3,6 +3,7 @@ export * from "./float16.ts";
 export * from "./errors.ts";
 export * from "./tensor.ts";
 export * from "./backend.ts";
+export * from "./upload-all.ts";
 export * from "./log.ts";
 export * from "./bundle/types.ts";
 export * from "./bundle/problems.ts";

@@ -250,6 +250,10 @@ export const PJRT_Buffer_ToHostBuffer_Args = args("PJRT_Buffer_ToHostBuffer_Args
   ["dst_size", C.size_t],
   ["event", C.ptr],
 ]);
+export const PJRT_Buffer_ReadyEvent_Args = args("PJRT_Buffer_ReadyEvent_Args", [
+  ["buffer", C.ptr],
+  ["event", C.ptr],
+]);
 export const PJRT_Buffer_OnDeviceSizeInBytes_Args = args("PJRT_Buffer_OnDeviceSizeInBytes_Args", [
   ["buffer", C.ptr],
   ["on_device_size_in_bytes", C.size_t],
@@ -292,6 +296,7 @@ export const SLOT_ARGS = {
   PJRT_Buffer_Dimensions: PJRT_Buffer_Dimensions_Args,
   PJRT_Buffer_ToHostBuffer: PJRT_Buffer_ToHostBuffer_Args,
   PJRT_Buffer_OnDeviceSizeInBytes: PJRT_Buffer_OnDeviceSizeInBytes_Args,
+  PJRT_Buffer_ReadyEvent: PJRT_Buffer_ReadyEvent_Args,
 } as const satisfies Record<string, StructDef>;
 
 export type CallableSlot = keyof typeof SLOT_ARGS;

@@ -35,7 +35,7 @@ export class PjrtClient {
   readonly devices: readonly PjrtDevice[];
   readonly owned: Ownership;
   /** How this client's ready events are awaited (see events.ts). */
-  eventWait: EventWait = "callback";
+  eventWait: EventWait = "auto";
   private destroyed = false;
 
   private constructor(api: PjrtApi, handle: number) {

@@ -73,6 +73,7 @@ export function mockControls(path: string) {
     mock_last_options: { args: ["ptr", "u64"], returns: "u64" },
     mock_layout: { args: [], returns: "ptr" },
     mock_callbacks_from_other_threads: { args: [], returns: "i32" },
+    mock_set_polls_to_ready: { args: ["i32"], returns: "void" },
   });
   const s = lib.symbols;
   return {
@@ -89,6 +90,8 @@ export function mockControls(path: string) {
       return out.slice(0, n);
     },
     callbacksFromOtherThreads: () => s.mock_callbacks_from_other_threads(),
+    /** IsReady polls after which a mock event is ready (2 by default). */
+    setPollsToReady: (n: number) => s.mock_set_polls_to_ready(n),
     layout: () => new CString(s.mock_layout() as never).toString(),
   };
 }

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type HostTensor, uploadAll } from "@xlaserve/core";
+import { buildMock, mockControls } from "../../../packages/backend-pjrt/test/support/build-mock.ts";
+import { ThreadedBackend } from "../src/threaded-backend.ts";
+
+const f32 = (values: number[]): HostTensor => ({
+  dtype: "f32",
+  shape: [values.length],
+  data: new Float32Array(values),
+});
+const MODULE = { bytes: new TextEncoder().encode("module @m { func.func @main() }"), format: "text" as const };
+
+let path: string;
+let mock: ReturnType<typeof mockControls>;
+beforeAll(() => {
+  path = buildMock("ok");
+  mock = mockControls(path);
+});
+
+// The worker hosts PJRT on the engine thread (apps/worker/src/engine.ts): plugin calls, event
+// callbacks from the plugin's own threads, and the batched request path all run inside a Worker.
+describe("the PJRT backend on the engine thread (mock plugin)", () => {
+  for (const eventWait of ["auto", "callback"] as const) {
+    test(`loads, uploads weights together, runs requests concurrently (events: ${eventWait})`, async () => {
+      const be = await ThreadedBackend.create({
+        module: "@xlaserve/backend-pjrt",
+        export: "createPjrtBackend",
+        args: { pluginPath: path, isolateCompile: false, eventWait, pluginFileHash: "0123456789abcdef" },
+      });
+      try {
+        // the hash handed over is the one the identity names (no re-hash of the plugin file)
+        expect(be.identity().buildId).toBe("mock-xla-1+0123456789abcdef");
+        const weights = await uploadAll(be, [f32([10, 20, 30]), f32([1, 1, 1]), f32([5, 5, 5])]);
+        const exe = await be.compile(MODULE, {});
+        const answers = await Promise.all([1, 2, 3, 4].map((x) => be.run(exe, [f32([x, x, x])], [weights[0]!])));
+        answers.forEach((outs, i) => {
+          const x = i + 1;
+          expect(Array.from(outs[0]!.data as Float32Array)).toEqual([10 + x, 20 + x, 30 + x]);
+          expect(Array.from(outs[1]!.data as Int32Array)).toEqual([2]);
+        });
+        for (const w of weights) w.dispose();
+        exe.dispose();
+        await be.refreshMemoryStats();
+      } finally {
+        await be.dispose();
+      }
+      expect(mock.liveBuffers()).toBe(0);
+      expect(mock.liveEvents()).toBe(0);
+    });
+  }
+
+  test("a plugin that fails the gate fails creation with its own code", async () => {
+    await expect(
+      ThreadedBackend.create({
+        module: "@xlaserve/backend-pjrt",
+        export: "createPjrtBackend",
+        args: { pluginPath: buildMock("wrong_major"), isolateCompile: false },
+      }),
+    ).rejects.toMatchObject({ code: "PLUGIN_VERSION_MISMATCH" });
+  });
+});
