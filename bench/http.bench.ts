@@ -4,10 +4,11 @@
  * is what the worker's HTTP layer and codec (plus the model) cost over Bun itself.
  *
  *   bun bench/http.bench.ts [--target worker|registry|http-only] [--dynamic-batching] [--duration 8] [--connections 16]
- *                           [--rounds 2] [--generator wrk|bun] [--results-dir DIR]
+ *                           [--rounds 2] [--generator wrk|bun] [--engine auto|reactant|pjrt] [--results-dir DIR]
  *
- * target worker (default): apps/worker's startWorker over a temp copy of examples/models/mlp on
- * the CPU engine. target registry: the server package's test registry, whose "mlp" has the same
+ * target worker (default): apps/worker's startWorker over a temp copy of examples/models/mlp,
+ * engine chosen as the worker does (--engine, default auto: PJRT where a plugin loads, else the
+ * CPU engine). target registry: the server package's test registry, whose "mlp" has the same
  * specs and computes a 64-256-256-10 MLP in TypeScript (for when the worker is unavailable).
  * target http-only: the same, but the stand-in answers precomputed outputs of the same size, so
  * the figure is the HTTP layer and codec alone.
@@ -51,6 +52,7 @@ const { values: args } = parseArgs({
     // Dynamic batching is off by default in the worker (a coalesced request runs on a larger
     // program whose bits can differ); this measures it on.
     "dynamic-batching": { type: "boolean", default: false },
+    engine: { type: "string" },
     "results-dir": { type: "string" },
   },
 });
@@ -64,7 +66,8 @@ if (args.generate) {
 const benchDir = import.meta.dir;
 // The command as typed from the repository root (argv holds this machine's absolute paths).
 const result = new BenchResult(
-  args.target === "worker" ? (args["dynamic-batching"] ? "http-dynamic-batching" : "http") : `http-${args.target}`,
+  (args.target === "worker" ? (args["dynamic-batching"] ? "http-dynamic-batching" : "http") : `http-${args.target}`) +
+    (args.engine ? `-${args.engine}` : ""),
   ["bun", "bench/http.bench.ts", ...process.argv.slice(2)],
 );
 result.dir = resultsDir(args["results-dir"]);
@@ -206,11 +209,12 @@ async function startTarget(kind: string): Promise<Target> {
       cache: { stateDir: join(root, "state") },
       repository: { dynamic: false },
       concurrency: { dynamicBatching: args["dynamic-batching"] === true },
+      ...(args.engine ? { engine: args.engine as "auto" | "reactant" | "pjrt" } : {}),
     },
   });
   return {
     url: worker.url,
-    kind: "worker",
+    kind: `worker (${worker.engine.engine} engine)`,
     stop: async () => {
       await worker.stop();
       rmSync(root, { recursive: true, force: true });

@@ -87,8 +87,11 @@ else {
 
 const ours: { resultLineMs: number; wallMs: number; inProcessMs: number }[] = [];
 const hashes: string[] = [];
+// Where each fresh process's time went: step ends on the child's clock, plugin start-up steps.
+const ourPhases: unknown[] = [];
 const jaxDefault: { resultLineMs: number; wallMs: number; inProcessMs: number }[] = [];
 const jaxNoPrealloc: { resultLineMs: number; wallMs: number; inProcessMs: number }[] = [];
+const jaxPhases: Record<string, unknown[]> = { "jax default": [], "jax preallocate=false": [] };
 for (let r = 0; r < runs; r++) {
   if (pluginPath && existsSync(program)) {
     await result.step(`xlaserve start ${r}`, async () => {
@@ -100,6 +103,7 @@ for (let r = 0; r < runs; r++) {
       if (p.code !== 0 || !json || !line) throw new Error(describeFailure(p));
       ours.push({ resultLineMs: line.atMs, wallMs: p.wallMs, inProcessMs: json.inProcessMs as number });
       hashes.push((json.outputsSha256 as string[] | undefined)?.join(",") ?? "");
+      ourPhases.push({ phases: json.phases, pluginStartupMs: json.pluginStartupMs });
       console.log(`  xlaserve start ${r}: first result at ${line.atMs.toFixed(1)} ms (exit ${p.wallMs.toFixed(1)} ms)`);
     });
   }
@@ -119,6 +123,7 @@ for (let r = 0; r < runs; r++) {
         });
         if (!a.ok || a.resultLineMs === null) throw new Error(a.error ?? "no result line");
         into.push({ resultLineMs: a.resultLineMs, wallMs: a.wallMs, inProcessMs: a.result?.in_process_ms as number });
+        jaxPhases[label]?.push(a.result?.phases ?? null);
         console.log(
           `  ${label} start ${r}: first result at ${a.resultLineMs.toFixed(1)} ms (exit ${a.wallMs.toFixed(1)} ms)`,
         );
@@ -133,11 +138,13 @@ const fig = (xs: typeof ours) => ({
   inProcessMs: summarize(xs.map((x) => x.inProcessMs)),
 });
 result.figure("xlaserve", fig(ours));
+result.figure("xlaservePhases", ourPhases);
 // One serialized program loaded by several fresh processes must give the same bytes every time.
 result.figure("outputsSha256", hashes);
 result.figure("outputsIdenticalAcrossFreshProcesses", hashes.length > 1 ? new Set(hashes).size === 1 : null);
 result.figure("jaxDefault", fig(jaxDefault));
 result.figure("jaxPreallocateFalse", fig(jaxNoPrealloc));
+result.figure("jaxPhases", jaxPhases);
 const m = (xs: typeof ours) => (xs.length ? round(median(xs.map((x) => x.resultLineMs))) : null);
 result.ratio(
   "first result xlaserve/jax(default)",

@@ -177,16 +177,13 @@ async function benchProgram(
     serializedBytes: serialized.byteLength,
     loadMs: summarize(loadTimes),
   };
-  const cmpGoal = bundle.name === "resnet50" ? ">= 50" : undefined;
+  // No goal here: these loads follow a compile in the same process, whose thread pools are still
+  // busy; issue 3's load goal is judged on a restart (fresh process) in pjrt-restart.bench.ts.
   result.ratio(
     `${key} compile/load`,
     { label: "compile ms", value: round(compileMs) },
-    { label: "load ms (median)", value: round(loadMs) },
-    cmpGoal,
+    { label: "load ms (median, this process, after the compile)", value: round(loadMs) },
   );
-  if (bundle.name === "resnet50") {
-    entry.loadUnder40ms = loadMs < 40;
-  }
 
   // Byte identity: the compiled program and the program loaded from its serialization.
   const { tensors, source: inputSource } = inputsFor(bundle, module, batch);
@@ -221,13 +218,12 @@ async function benchProgram(
         result.error(`${key} JAX anchor`, jax.error);
       } else {
         entry.jax = jax.result;
-        const goal = batch === 1 ? "<= 1.05" : batch === 32 ? "<= 1.02" : undefined;
         result.ratio(
           `${key} latency xlaserve/jax`,
           { label: "xlaserve median ms", value: round(median(times)) },
           { label: "jax median ms", value: (jax.result?.median_ms as number | undefined) ?? null },
-          goal,
-          "JAX compiles the module itself (its own autotuning choices); xlaserve runs its deserialized executable",
+          undefined,
+          "in the compiling process; JAX compiles the module itself. The goal is judged in pjrt-restart.bench.ts (fresh processes, one serialized program on both sides, alternating rounds)",
         );
       }
       // The same serialized executable run by JAX's own client: no autotuner variance.
@@ -250,7 +246,8 @@ async function benchProgram(
             label: "jax client, same serialized executable, median ms",
             value: (sameJson.median_ms as number | undefined) ?? null,
           },
-          batch === 1 ? "<= 1.05" : batch === 32 ? "<= 1.02" : undefined,
+          undefined,
+          "in the compiling process, one round; see pjrt-restart.bench.ts for the alternating fresh-process comparison",
         );
       }
     }

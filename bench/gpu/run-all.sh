@@ -11,6 +11,8 @@
 #   export         examples (mlp, cnn, transformer) and ResNet-50 (b1, b32) with --jax-exported
 #                  into $BENCH_WORK/models (skipped per bundle when already there)
 #   compile-load   bench/gpu/pjrt-compile-load.bench.ts          (issue 3)
+#   restart        bench/gpu/pjrt-restart.bench.ts: fresh-process load and latency on one
+#                  serialized program vs JAX running the same bytes (issue 3; after compile-load)
 #   first-result   bench/gpu/first-result.bench.ts               (issue 3)
 #   worker-start   bench/gpu/worker-start.bench.ts               (issue 5)
 #   memory         bench/gpu/memory-probe.bench.ts               (issue 7)
@@ -18,9 +20,11 @@
 #                  where that file exists
 #   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
 #   gpu-tests      bun test tests/gpu packages/backend-pjrt/test, figures to gpu-tests-<date>.json
-#   part1 = setup export compile-load first-result cpu
+#   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT (issue 6; wrk
+#                  from .device/debs)
+#   part1 = setup export compile-load restart first-result cpu
 #   part2 = setup export worker-start memory memory-worker
-#   all   = setup export compile-load first-result worker-start memory memory-worker cpu
+#   all   = setup export compile-load restart first-result worker-start memory memory-worker cpu
 # setup and export always run first when a later phase needs them and they have not run.
 #
 # Environment: BENCH_WORK (default <repo>/tmp/bench-gpu; ignored by git, kept between warm
@@ -45,12 +49,12 @@ phases=("$@")
 expanded=()
 for p in "${phases[@]}"; do
   case "$p" in
-    all) expanded+=(setup export compile-load first-result worker-start memory memory-worker cpu) ;;
-    part1) expanded+=(setup export compile-load first-result cpu) ;;
+    all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
+    part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|compile-load|first-result|worker-start|memory|memory-worker|cpu) expanded+=("$p") ;;
+    setup|export|gpu-tests|compile-load|restart|first-result|worker-start|memory|memory-worker|cpu|http) expanded+=("$p") ;;
     -h|--help) sed -n 2,27p "$0"; exit 0 ;;
-    *) echo "unknown phase: $p (setup export compile-load first-result worker-start memory memory-worker cpu part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export compile-load restart first-result worker-start memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -59,9 +63,9 @@ ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
   want gpu-tests && ordered+=(gpu-tests)
-  for x in compile-load first-result worker-start memory memory-worker cpu; do want $x && need_export=1; done
+  for x in compile-load restart first-result worker-start memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in compile-load first-result worker-start memory memory-worker cpu; do want $x && ordered+=($x); done
+  for x in compile-load restart first-result worker-start memory memory-worker cpu http; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -134,6 +138,8 @@ do_setup() {
       echo "export XLASERVE_BLAS_LIBRARY=$so" >>"$env.new"
       echo "export LD_LIBRARY_PATH=$(dirname "$so")${gf:+:$(dirname "$gf")}\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" >>"$env.new"
     fi
+    # wrk (and its LuaJIT, in the same library folder as libgfortran) for the HTTP benchmark.
+    [ -x "$WORK/blas/usr/bin/wrk" ] && echo "export PATH=$WORK/blas/usr/bin:\$PATH" >>"$env.new"
   else
     echo "setup: no .device/debs: the CPU engine will look for a system OpenBLAS"
   fi
@@ -190,6 +196,11 @@ for phase in "${ordered[@]}"; do
       run_step compile-load 300 bun bench/gpu/pjrt-compile-load.bench.ts --models "$WORK/models" \
         --save-serialized "$WORK/serialized" --loads 7 --runs 100 --latency-models resnet50
       ;;
+    restart)
+      compiled=$(ls -t "$RES"/pjrt-compile-load-*.json 2>/dev/null | head -1)
+      run_step restart 300 bun bench/gpu/pjrt-restart.bench.ts --models "$WORK/models" \
+        --serialized "$WORK/serialized" ${compiled:+--compile-results "$compiled"} --rounds 3 --runs 200
+      ;;
     first-result)
       prog=()
       [ -f "$WORK/serialized/resnet50.b1.pjrt" ] && prog=(--program "$WORK/serialized/resnet50.b1.pjrt")
@@ -220,6 +231,11 @@ for phase in "${ordered[@]}"; do
       # The GPU test files (tests/gpu) and the PJRT unit tests on the real host; figures to JSON.
       run_step gpu-tests 240 env XLASERVE_GPU_RESULTS="$RES/gpu-tests-$STAMP.json" \
         bun test tests/gpu packages/backend-pjrt/test
+      ;;
+    http)
+      # The CPU engine on this host's 16 cores, then the MLP on the GPU through PJRT.
+      run_step http 120 bun bench/http.bench.ts --engine reactant --results-dir "$RES"
+      run_step http-pjrt 120 bun bench/http.bench.ts --engine pjrt --results-dir "$RES"
       ;;
     cpu)
       run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \

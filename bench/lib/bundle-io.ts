@@ -16,8 +16,11 @@ import {
   openSafetensors,
   tensorBytes,
   typedAsBytes,
+  uploadAll,
   zeros,
 } from "@xlaserve/core";
+
+export { uploadAll };
 
 /** The module that runs `batch` (model.b{N}.mlir, or the single model.mlir). Variants: the first. */
 export function moduleFor(bundle: Bundle, batch: number): BundleModule {
@@ -97,27 +100,21 @@ export function copyTensor(t: HostTensor): HostTensor {
   return { dtype: t.dtype, shape: [...t.shape], data };
 }
 
-export async function uploadAll(backend: AbstractBackend, tensors: readonly HostTensor[]): Promise<DeviceBuffer[]> {
-  const out: DeviceBuffer[] = [];
-  for (const t of tensors) out.push(await backend.upload(t));
-  return out;
-}
-
-/** Uploads every weight in argument order (the call order after the inputs). */
-export async function uploadWeights(backend: AbstractBackend, bundle: Bundle): Promise<DeviceBuffer[]> {
-  const out: DeviceBuffer[] = [];
-  for (const name of bundle.weights.argumentOrder) out.push(await backend.upload(bundle.weights.tensor(name)));
-  return out;
+/** Uploads every weight in argument order (the call order after the inputs), all in flight at once. */
+export function uploadWeights(backend: AbstractBackend, bundle: Bundle): Promise<DeviceBuffer[]> {
+  return uploadAll(
+    backend,
+    bundle.weights.argumentOrder.map((name) => bundle.weights.tensor(name)),
+  );
 }
 
 export function disposeAll(buffers: readonly DeviceBuffer[]): void {
   for (const b of buffers) b.dispose();
 }
 
-export async function downloadAll(backend: AbstractBackend, buffers: readonly DeviceBuffer[]): Promise<HostTensor[]> {
-  const out: HostTensor[] = [];
-  for (const b of buffers) out.push(await backend.download(b));
-  return out;
+/** Downloads every buffer, all transfers in flight at once. */
+export function downloadAll(backend: AbstractBackend, buffers: readonly DeviceBuffer[]): Promise<HostTensor[]> {
+  return Promise.all(buffers.map((b) => backend.download(b)));
 }
 
 /**
