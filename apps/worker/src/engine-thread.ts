@@ -134,6 +134,24 @@ async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; 
       const owned = outputs.map((t) => ({ dtype: t.dtype, shape: [...t.shape], data: t.data.slice() }));
       return { value: owned, transfer: owned.map((t) => t.data.buffer as ArrayBuffer) };
     }
+    case "time": {
+      // Times a program here, off the HTTP event loop, for inline-runs.ts: runs until `maxRuns`
+      // or `budgetMs` is spent, each run as the request path does it (upload, execute, download).
+      const call: RunCall = {
+        id: 0,
+        handle: msg.handle as number,
+        inputs: (msg.inputs as WireTensor[]).map(fromWire),
+        resident: msg.resident as number[],
+      };
+      const deadline = performance.now() + (msg.budgetMs as number);
+      const us: number[] = [];
+      while (us.length < (msg.maxRuns as number) && performance.now() < deadline) {
+        const t0 = performance.now();
+        await runOnce(be, call);
+        us.push((performance.now() - t0) * 1000);
+      }
+      return { value: us };
+    }
     case "resetPeakMemory":
       be.resetPeakMemory(msg.device as number | undefined);
       return {};

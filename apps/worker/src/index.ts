@@ -45,6 +45,12 @@ export interface WorkerOverrides {
   readonly logger?: Logger;
   /** Run the CPU engine on its own thread (default true) so compute never blocks the event loop. */
   readonly engineThread?: boolean;
+  /**
+   * Programs whose measured run takes at most this many microseconds run on the HTTP thread
+   * instead of the engine thread (apps/worker/src/inline-runs.ts). Default XLASERVE_INLINE_MAX_US
+   * or INLINE_MAX_US_DEFAULT; 0 turns it off.
+   */
+  readonly inlineMaxUs?: number;
   /** Install SIGTERM/SIGINT handlers that stop the worker (the CLI does). */
   readonly handleSignals?: boolean;
 }
@@ -120,6 +126,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   }
   const identity = backend.identity();
   startup.lap("engine");
+  const inlineMaxUs = overrides.inlineMaxUs ?? inlineMaxUsFromEnv();
   log.info("engine selected", {
     engine: engine.engine,
     reason: engine.reason,
@@ -194,6 +201,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     platform: `xlaserve_${backend.name}`,
     programs,
     probeFigures: cache ? probeFigureStore(cache) : undefined,
+    inlineMaxUs,
     log: logger,
     memory: config.memory,
     concurrency: { ...config.concurrency, perModel: config.concurrency.perModel ?? perModelDefault(backend.name) },
@@ -340,7 +348,18 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   return { url: server.url, registry, config, engine, metrics, watcher, backend, logger, stop };
 }
 
-/** The program cache's index as the registry's store of probe figures. */
+/**
+ * The inline threshold: 50 us blocks the event loop for about as long as a request's own HTTP
+ * work, so a request never waits behind a run for much longer than behind another request.
+ */
+export const INLINE_MAX_US_DEFAULT = 50;
+
+function inlineMaxUsFromEnv(): number {
+  const raw = process.env.XLASERVE_INLINE_MAX_US;
+  const n = raw === undefined || raw === "" ? Number.NaN : Number(raw);
+  return Number.isFinite(n) && n >= 0 ? n : INLINE_MAX_US_DEFAULT;
+}
+
 /**
  * Requests admitted at once per model when the configuration leaves it unset. The CPU engine's
  * thread runs one program at a time, so admitted requests only wait in its message queue, where
@@ -353,6 +372,7 @@ export function perModelDefault(engine: string): number {
   return engine === "reactant" ? 16 : 4;
 }
 
+/** The program cache's index as the registry's store of probe figures. */
 function probeFigureStore(cache: ProgramCache): ProbeFigureStore {
   return {
     get: (key, identity) => cache.probeFigures(key, identity),

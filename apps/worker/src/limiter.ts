@@ -34,6 +34,18 @@ export class ConcurrencyLimiter {
     return this.waiting.length;
   }
 
+  /**
+   * Takes a slot when one is free and nobody waits, without a promise: true means held (call
+   * `release()` once afterwards), false that the caller must acquire() and wait its turn.
+   */
+  tryAcquire(): boolean {
+    if (this.running < this.limit && this.waiting.length === 0) {
+      this.running++;
+      return true;
+    }
+    return false;
+  }
+
   /** Resolves once a slot is held; the caller must call `release()` exactly once afterwards. */
   acquire(signal?: AbortSignal): Promise<void> {
     if (this.running < this.limit && this.waiting.length === 0) {

@@ -4,6 +4,7 @@ import type { Bundle, BundleModule, TensorSpec } from "@xlaserve/core/bundle/typ
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
 import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceRange } from "./batching.ts";
 import type { Residency } from "./budget.ts";
+import { type InlineCandidate, InlineRuns, type InlineVerdict, isInlineHost } from "./inline-runs.ts";
 import { ConcurrencyLimiter, type DeviceLock } from "./limiter.ts";
 import type { WeightManager, WeightOwner } from "./weights.ts";
 
@@ -82,12 +83,27 @@ interface GroupItem {
   readonly t0: number;
 }
 
+interface GroupPlan {
+  readonly program: LoadedProgram;
+  inputsFor(): HostTensor[];
+  split(results: readonly HostTensor[]): Map<string, HostTensor>[];
+}
+
 /** A backend that runs a whole request in one call (the threaded engine). */
 export interface FusedRun {
   run(executable: Executable, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): Promise<HostTensor[]>;
 }
 
 let nextOwnerId = 0;
+
+/**
+ * Models with more weight bytes than this never run inline: their weights would be held a second
+ * time on the HTTP thread, outside the weight budget (small programs have small weights anyway).
+ */
+export const INLINE_MAX_WEIGHT_BYTES = 8 * 1024 * 1024;
+
+/** Requests a model answers before its programs are timed for inline runs (see onInlineDue). */
+export const INLINE_AFTER_REQUESTS = 256;
 
 interface MutableStat {
   count: number;
@@ -139,6 +155,17 @@ export class RuntimeModel implements ServedModel {
   private successor: RuntimeModel | null = null;
   private retired = false;
   private retiredError: XlaserveError | null = null;
+  /** Programs that run on the HTTP thread itself (inline-runs.ts); null until prepareInline(). */
+  private inline: InlineRuns | null = null;
+  private inlineAsked = false;
+  /**
+   * Called once, after INLINE_AFTER_REQUESTS requests, to start prepareInline() (the registry
+   * sets it). Not at load: preparing stalls the event loop for about 15-30 ms (the engine's
+   * import on this thread, program copies, cold first runs), and holds weights a second time;
+   * only a model with traffic gains from inline runs, so only such a model pays for them.
+   */
+  onInlineDue: (() => void) | null = null;
+  private untilInlineDue = INLINE_AFTER_REQUESTS;
 
   private readonly counters = {
     inferenceCount: 0,
@@ -265,6 +292,7 @@ export class RuntimeModel implements ServedModel {
       queue: this.coalescer
         ? { coalescing: true, running: this.coalescer.active, queued: this.coalescer.queued }
         : { coalescing: false, running: this.limiter.active, queued: this.limiter.queued },
+      inline: this.inline ? this.inline.figures() : null,
       ...this.budgetInfo(),
     };
   }
@@ -356,6 +384,7 @@ export class RuntimeModel implements ServedModel {
       throw this.retiredError ?? new XlaserveError("UNAVAILABLE", `model "${this.name}" was unloaded`);
     }
     if (this.disposed) throw new XlaserveError("UNAVAILABLE", `model "${this.name}" is not loaded`);
+    if (this.untilInlineDue > 0 && --this.untilInlineDue === 0) this.onInlineDue?.();
     const t0 = performance.now();
     const c = this.counters;
     const variant = this.pickVariant(request.inputs);
@@ -376,20 +405,24 @@ export class RuntimeModel implements ServedModel {
         this.hooks.queueDepth?.(this.name, this.coalescer.queued);
       }
     }
-    this.hooks.queueDepth?.(this.name, this.limiter.queued + 1);
-    try {
-      await this.limiter.acquire(request.signal);
-    } catch (err) {
-      this.hooks.queueDepth?.(this.name, this.limiter.queued);
-      c.fail.count++;
-      c.fail.ns += nsSince(t0);
-      throw err;
+    // A free slot is taken without a wait; the gauge then says what it would have after one.
+    if (!this.limiter.tryAcquire()) {
+      this.hooks.queueDepth?.(this.name, this.limiter.queued + 1);
+      try {
+        await this.limiter.acquire(request.signal);
+      } catch (err) {
+        this.hooks.queueDepth?.(this.name, this.limiter.queued);
+        c.fail.count++;
+        c.fail.ns += nsSince(t0);
+        throw err;
+      }
     }
     this.hooks.queueDepth?.(this.name, this.limiter.queued);
     c.queue.count++;
     c.queue.ns += nsSince(t0);
     try {
-      const [out] = await this.runGroup(variant, [{ inputs: request.inputs, batch, t0 }]);
+      const plan = this.planGroup(variant, [{ inputs: request.inputs, batch, t0 }]);
+      const [out] = this.runInlineNow(plan) ?? (await this.runLocked(plan));
       this.countSuccess(batch ?? 1, t0);
       return out as Map<string, HostTensor>;
     } catch (err) {
@@ -415,6 +448,12 @@ export class RuntimeModel implements ServedModel {
    * batch axis is cut back into each request's rows. One request is the common case.
    */
   private async runGroup(variant: number | null, items: readonly GroupItem[]): Promise<Map<string, HostTensor>[]> {
+    const plan = this.planGroup(variant, items);
+    return this.runInlineNow(plan) ?? this.runLocked(plan);
+  }
+
+  /** What a group runs on: the program, its inputs (joined and padded) and how its outputs split back. */
+  private planGroup(variant: number | null, items: readonly GroupItem[]): GroupPlan {
     const batched = items.every((i) => i.batch !== null);
     const total = batched ? items.reduce((a, i) => a + (i.batch ?? 0), 0) : null;
     if (!batched && items.length !== 1) throw new XlaserveError("INTERNAL", "only batched requests are coalesced");
@@ -426,7 +465,6 @@ export class RuntimeModel implements ServedModel {
       );
     }
     const { program } = this.programFor(variant, size);
-    const c = this.counters;
     const inputsFor = (): HostTensor[] =>
       this.inputs.map((spec) => {
         const parts = items.map((item) => {
@@ -459,16 +497,58 @@ export class RuntimeModel implements ServedModel {
       }
       return outs;
     };
+    return { program, inputsFor, split };
+  }
+
+  /**
+   * The group's run now, on this thread, when its program runs inline (inline-runs.ts) and the
+   * weights are resident; null otherwise (runLocked then). No device lock: the run touches only
+   * this thread's engine, whose memory no probe measures.
+   */
+  private runInlineNow(plan: GroupPlan): Map<string, HostTensor>[] | null {
+    const runs = this.inline;
+    const inline = runs?.get(plan.program.executable);
+    if (!runs || !inline) return null;
+    const lease = this.weightsManager.leaseIfResident(this.ownerId);
+    if (!lease) return null;
+    const c = this.counters;
+    try {
+      const tIn = performance.now();
+      const prepared = plan.inputsFor();
+      c.computeInput.count++;
+      c.computeInput.ns += nsSince(tIn);
+      const tRun = performance.now();
+      const results = runs.run(plan.program.executable, inline, prepared);
+      this.countRun(tRun);
+      return this.timedSplit(plan.split, results);
+    } finally {
+      lease.release();
+    }
+  }
+
+  /** The group's run under the device lock, with its weights leased (loaded first when evicted). */
+  private runLocked(plan: GroupPlan): Promise<Map<string, HostTensor>[]> {
+    const { program, inputsFor, split } = plan;
+    const c = this.counters;
     return this.deviceLock.shared(async () => {
       const tIn = performance.now();
       const lease = await this.weightsManager.acquire(this.ownerId);
+      const runs = this.inline;
       const fused = (this.backend as Partial<FusedRun>).run;
       const args: DeviceBuffer[] = [];
       let results: DeviceBuffer[] = [];
       try {
         const prepared = inputsFor();
         let hostResults: HostTensor[];
-        if (fused) {
+        const now = runs?.get(program.executable);
+        if (runs && now) {
+          // The weights had to be loaded first; the run itself is inline.
+          c.computeInput.count++;
+          c.computeInput.ns += nsSince(tIn);
+          const tRun = performance.now();
+          hostResults = runs.run(program.executable, now, prepared);
+          this.countRun(tRun);
+        } else if (fused) {
           // One round trip to the engine thread: upload, execute, download.
           c.computeInput.count++;
           c.computeInput.ns += nsSince(tIn);
@@ -484,17 +564,24 @@ export class RuntimeModel implements ServedModel {
           this.countRun(tRun);
           hostResults = await Promise.all(results.map((b) => this.backend.download(b)));
         }
-        const tOut = performance.now();
-        const out = split(hostResults);
-        c.computeOutput.count++;
-        c.computeOutput.ns += nsSince(tOut);
-        return out;
+        return this.timedSplit(split, hostResults);
       } finally {
         for (const b of args) b.dispose();
         for (const b of results) b.dispose();
         lease.release();
       }
     });
+  }
+
+  private timedSplit(
+    split: (results: readonly HostTensor[]) => Map<string, HostTensor>[],
+    results: readonly HostTensor[],
+  ): Map<string, HostTensor>[] {
+    const tOut = performance.now();
+    const out = split(results);
+    this.counters.computeOutput.count++;
+    this.counters.computeOutput.ns += nsSince(tOut);
+    return out;
   }
 
   private countRun(tRun: number): void {
@@ -617,6 +704,78 @@ export class RuntimeModel implements ServedModel {
     return performance.now() - t0;
   }
 
+  /**
+   * Lets the programs whose measured run is at most `maxUs` microseconds run on the HTTP thread
+   * (inline-runs.ts), when the backend can host its engine there too. Not for host residency
+   * (its weights are meant to be uploaded per request, not kept), nor for weights over
+   * INLINE_MAX_WEIGHT_BYTES (they would be held twice), nor for a model that coalesces requests.
+   * Returns each program's verdict, or null when the model does not qualify at all. Runs beside
+   * the requests, which use the engine thread until it is done.
+   */
+  async prepareInline(maxUs: number): Promise<InlineVerdict[] | null> {
+    const backend = this.backend;
+    if (maxUs <= 0 || !isInlineHost(backend) || this.residency === "host") return null;
+    // Coalescing gathers the requests that arrive while an execution is with the engine thread;
+    // an inline run is over before the next request is read, so nothing would gather (measured
+    // with --dynamic-batching: 18.5k req/s inline against 22k on the engine thread).
+    if (this.coalescer) return null;
+    if (this.weightBytes > INLINE_MAX_WEIGHT_BYTES || this.inlineAsked) return null;
+    this.inlineAsked = true;
+    const stillWanted = () => !this.retired && !this.disposed;
+    const twin = await backend.localTwin();
+    // One candidate per program: a module serving several batch sizes is timed at the largest.
+    const largest = new Map<Executable, { variant: number | null; batchSize: number; program: LoadedProgram }>();
+    for (const t of this.probeTargets()) {
+      const seen = largest.get(t.program.executable);
+      if (!seen || seen.batchSize < t.batchSize) largest.set(t.program.executable, t);
+    }
+    const candidates: InlineCandidate[] = [...largest.values()].map(({ variant, batchSize, program }) => {
+      const inputs = this.inputs.map((spec, i) => zeros(spec.dtype, this.inputShape(i, variant, batchSize)));
+      const probed = this.probe?.perProgram.find((p) => p.variant === variant && p.batchSize === batchSize);
+      return {
+        label: variant === null ? `b${batchSize}` : `v${variant} b${batchSize}`,
+        executable: program.executable,
+        inputs,
+        probeMs: probed?.ms ?? null,
+        engineTimes: (maxRuns, budgetMs) =>
+          this.withEngineWeights((weights) => backend.timeRuns(program.executable, inputs, weights, maxRuns, budgetMs)),
+        reference: () => this.withEngineWeights((weights) => backend.run(program.executable, inputs, weights)),
+      };
+    });
+    const { runs, verdicts } = await InlineRuns.prepare(
+      backend,
+      twin,
+      candidates,
+      this.hostWeights,
+      maxUs,
+      stillWanted,
+    );
+    if (!runs) return verdicts;
+    if (!stillWanted()) {
+      runs.dispose();
+      return null;
+    }
+    runs.onDrift = (program) =>
+      this.log.warn("a program left the inline path: most of its runs took over 4x the threshold", {
+        program,
+        maxUs,
+      });
+    this.inline = runs;
+    return verdicts;
+  }
+
+  /** `fn` with the model's weights resident on the engine, as a request holds them. */
+  private withEngineWeights<T>(fn: (weights: readonly DeviceBuffer[]) => Promise<T>): Promise<T> {
+    return this.deviceLock.shared(async () => {
+      const lease = await this.weightsManager.acquire(this.ownerId);
+      try {
+        return await fn(lease.buffers);
+      } finally {
+        lease.release();
+      }
+    });
+  }
+
   /** Memory figures after every earlier device call landed (a threaded engine reports lazily). */
   private async freshMemoryStats(): Promise<MemoryStats> {
     const refresh = (this.backend as { refreshMemoryStats?: () => Promise<MemoryStats> }).refreshMemoryStats;
@@ -641,6 +800,8 @@ export class RuntimeModel implements ServedModel {
     this.disposed = true;
     if (!this.retired) this.retired = true;
     this.weightsManager.unregister(this.ownerId);
+    this.inline?.dispose();
+    this.inline = null;
     for (const p of this.programsByModule.values()) p.executable.dispose();
   }
 

@@ -38,6 +38,12 @@ export interface RegistryOptions {
   readonly hooks?: RegistryHooks;
   /** Persisted probe figures (the program cache's index): lets a warm start skip the probe. */
   readonly probeFigures?: ProbeFigureStore;
+  /**
+   * Programs whose measured run takes at most this many microseconds run on the HTTP thread
+   * (inline-runs.ts); 0 keeps every run on the engine. Only engines that can run there too use
+   * it (the threaded CPU engine).
+   */
+  readonly inlineMaxUs?: number;
 }
 
 export interface RegistryHooks extends RuntimeHooks {
@@ -75,6 +81,8 @@ export class ModelRegistry implements ModelRegistryView {
   private draining = false;
   private starting = true;
   private warming: Promise<void> = Promise.resolve();
+  /** Inline preparations in progress (shutdown waits for them to stop). */
+  private readonly preparing = new Set<Promise<void>>();
   /** Serializes the budget checks and swaps of concurrent loads (see doLoad). */
   private admission: Promise<void> = Promise.resolve();
   private readonly log: Logger;
@@ -318,6 +326,7 @@ export class ModelRegistry implements ModelRegistryView {
     const err = new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");
     const current = this.models();
     for (const m of current) m.retire(null, err);
+    await Promise.allSettled([...this.preparing]); // each stops at its next step once retired
     await Promise.all(current.map((m) => m.drain()));
     for (const m of current) m.dispose();
     for (const s of this.slots.values()) {
@@ -570,6 +579,12 @@ export class ModelRegistry implements ModelRegistryView {
         memory: `weights ${formatBytes(weightBytes)}, scratch ${formatBytes(probe.scratchBytes)} (${probe.source})`,
       });
       if (!this.starting) this.resolveBudget(old ? "replace" : "load");
+      const loaded = model;
+      // Inline runs need a second instance of the engine on this thread: the CPU engine only (a
+      // second PJRT client would be another device context and its own memory).
+      if ((this.options.inlineMaxUs ?? 0) > 0 && this.options.backend.name === "reactant") {
+        loaded.onInlineDue = () => this.prepareInline(loaded);
+      }
       if (old) {
         void old.drain().then(() => {
           old.dispose();
@@ -603,6 +618,42 @@ export class ModelRegistry implements ModelRegistryView {
     } finally {
       releaseAdmission?.();
     }
+  }
+
+  /**
+   * Times the model's programs on the HTTP thread in the background (the model serves through the
+   * engine meanwhile) and lets those within the threshold run inline from then on. Asked for by
+   * the model itself once it is busy (see RuntimeModel.onInlineDue).
+   */
+  private prepareInline(model: RuntimeModel): void {
+    const maxUs = this.options.inlineMaxUs ?? 0;
+    if (maxUs <= 0) return;
+    const job = model
+      .prepareInline(maxUs)
+      .then((verdicts) => {
+        if (!verdicts) return;
+        this.log.info("inline runs", {
+          model: model.name,
+          maxUs,
+          programs: verdicts.map((v) => ({
+            program: v.label,
+            inline: v.inline,
+            engineUs: v.engineUs === null ? null : round1(v.engineUs),
+            localUs: v.localUs === null ? null : round1(v.localUs),
+            ...(v.inline ? {} : { why: v.reason }),
+          })),
+        });
+      })
+      .catch((err) => {
+        if (!model.isRetired()) {
+          this.log.warn("inline runs not prepared; every run stays on the engine", {
+            model: model.name,
+            error: asXlaserveError(err).message,
+          });
+        }
+      })
+      .finally(() => this.preparing.delete(job));
+    this.preparing.add(job);
   }
 
   /** Waits for the admission turn; call the returned function to pass it on. */

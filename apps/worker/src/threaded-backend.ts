@@ -11,6 +11,7 @@ import type {
   ModuleSource,
 } from "@xlaserve/core";
 import { XlaserveError, viewTyped } from "@xlaserve/core";
+import type { InlineHost } from "./inline-runs.ts";
 import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies, transferFor } from "./run-wire.ts";
 
 /**
@@ -93,8 +94,10 @@ class ThreadExecutable implements Executable {
   }
 }
 
-export class ThreadedBackend implements AbstractBackend {
+export class ThreadedBackend implements AbstractBackend, InlineHost {
   private readonly worker: Worker;
+  private spec: ThreadedBackendSpec | null = null;
+  private twin: Promise<AbstractBackend> | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private stats: MemoryStats = { inUseBytes: 0, peakBytes: 0, limitBytes: null };
@@ -151,6 +154,7 @@ export class ThreadedBackend implements AbstractBackend {
 
   static async create(spec: ThreadedBackendSpec): Promise<ThreadedBackend> {
     const b = new ThreadedBackend();
+    b.spec = spec;
     try {
       b.info = (await b.call("init", {
         module: spec.module,
@@ -162,6 +166,29 @@ export class ThreadedBackend implements AbstractBackend {
       throw err;
     }
     return b;
+  }
+
+  /**
+   * The same engine once more, on this thread, created on first use: programs short enough to
+   * run inline (inline-runs.ts) run on it. Disposed with this backend.
+   */
+  localTwin(): Promise<AbstractBackend> {
+    const spec = this.spec;
+    if (!spec) return Promise.reject(new XlaserveError("INTERNAL", "engine thread not initialised"));
+    if (this.closed) return Promise.reject(new XlaserveError("DISPOSED", "the backend was disposed"));
+    if (this.name !== "reactant") {
+      return Promise.reject(
+        new XlaserveError("UNSUPPORTED", `the ${this.name} backend has no second instance to run inline`),
+      );
+    }
+    this.twin ??= (async () => {
+      const mod = (await import(spec.module)) as Record<string, unknown>;
+      const factory = mod[spec.export] as (args: unknown) => AbstractBackend | Promise<AbstractBackend>;
+      if (typeof factory !== "function")
+        throw new XlaserveError("INTERNAL", `${spec.module} exports no ${spec.export}`);
+      return await factory(spec.args);
+    })();
+    return this.twin;
   }
 
   /** Fire-and-forget (ordered with the calls around it). */
@@ -297,6 +324,31 @@ export class ThreadedBackend implements AbstractBackend {
     return (await this.request((id): RunCall => ({ id, handle, inputs, resident }), [])) as HostTensor[];
   }
 
+  /**
+   * Times `executable` on the engine thread (see inline-runs.ts): each run's microseconds, run
+   * after run until `maxRuns` or `budgetMs` is spent. The engine is busy with it meanwhile.
+   */
+  async timeRuns(
+    executable: Executable,
+    inputs: readonly HostTensor[],
+    weights: readonly DeviceBuffer[],
+    maxRuns: number,
+    budgetMs: number,
+  ): Promise<number[]> {
+    const wire = inputs.map((t) => {
+      const copy = new Uint8Array(t.data.byteLength);
+      copy.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+      return { dtype: t.dtype, shape: [...t.shape], bytes: copy.buffer };
+    });
+    return (await this.call("time", {
+      handle: (executable as ThreadExecutable).handle,
+      resident: weights.map((w) => (w as ThreadBuffer).handle),
+      inputs: wire,
+      maxRuns,
+      budgetMs,
+    })) as number[];
+  }
+
   memoryStats(): MemoryStats {
     return this.stats;
   }
@@ -321,6 +373,9 @@ export class ThreadedBackend implements AbstractBackend {
     }
     this.closed = true;
     this.worker.terminate();
+    const twin = this.twin;
+    this.twin = null;
+    if (twin) await twin.then((t) => t.dispose()).catch(() => {});
   }
 }
 

@@ -190,6 +190,19 @@ export class WeightManager {
     }
   }
 
+  /**
+   * acquire() when it would not wait: the lease on resident weights, counted as a use (LRU order,
+   * in use until released) the same way; null when they must be loaded first (or per request,
+   * for host residency). An inline run (inline-runs.ts) takes it so it never yields.
+   */
+  leaseIfResident(id: string): WeightLease | null {
+    const entry = this.entries.get(id);
+    if (!entry?.buffers || entry.owner.residency === "host") return null;
+    entry.inUse++;
+    entry.lastUse = ++this.tick;
+    return this.lease(entry, entry.buffers, false);
+  }
+
   private lease(entry: Entry, buffers: DeviceBuffer[], transient: boolean): WeightLease {
     let released = false;
     return {

@@ -17,6 +17,25 @@ async function stateOf(p: Promise<void>): Promise<string> {
 }
 
 describe("concurrency limiter", () => {
+  test("tryAcquire takes a free slot without a promise, and never jumps the queue", async () => {
+    const l = new ConcurrencyLimiter(1, 2, "m");
+    expect(l.tryAcquire()).toBe(true);
+    expect(l.active).toBe(1);
+    expect(l.tryAcquire()).toBe(false); // full
+    const waiter = l.acquire();
+    l.release(); // the slot passes to the waiter
+    expect(await stateOf(waiter)).toBe("resolved");
+    expect(l.tryAcquire()).toBe(false);
+    const second = l.acquire();
+    l.release();
+    expect(await stateOf(second)).toBe("resolved");
+    expect(l.tryAcquire()).toBe(false); // held by second
+    l.release();
+    expect(l.tryAcquire()).toBe(true);
+    l.release();
+    await l.idle();
+  });
+
   test("FIFO: a released slot passes to the next waiter; one past the queue depth is QUEUE_FULL", async () => {
     const l = new ConcurrencyLimiter(1, 2, "m");
     expect(await stateOf(l.acquire())).toBe("resolved");

@@ -153,3 +153,29 @@ describe("weight residency", () => {
     expect(w.residentOnDemandBytes).toBe(40);
   });
 });
+
+describe("leaseIfResident (inline runs)", () => {
+  test("resident weights are leased at once and count as a use; otherwise null, and nothing changes", async () => {
+    const be = new FakeBackend();
+    const w = new WeightManager(quiet);
+    setBudget(w, 100);
+    for (const n of ["a", "b"]) await w.register(owner(be, n, 40));
+    await (await w.acquire("a#1")).release();
+    await (await w.acquire("b#1")).release();
+    expect(w.lruOrder()).toEqual(["a", "b"]);
+    const lease = w.leaseIfResident("a#1");
+    expect(lease?.buffers.length).toBe(1);
+    expect(w.state("a#1")?.inUse).toBe(1);
+    expect(w.evictNow("a#1")).toBe(false); // in use
+    lease?.release();
+    expect(w.state("a#1")?.inUse).toBe(0);
+    expect(w.lruOrder()).toEqual(["b", "a"]); // the lease touched a
+    expect(w.evictNow("a#1")).toBe(true);
+    expect(w.leaseIfResident("a#1")).toBeNull(); // evicted: acquire() loads it
+    expect(w.state("a#1")?.inUse).toBe(0);
+    expect(w.state("a#1")?.loads).toBe(1);
+    await w.register(owner(be, "h", 10, "host"));
+    expect(w.leaseIfResident("h#1")).toBeNull(); // host weights come per request
+    expect(w.leaseIfResident("nobody#1")).toBeNull();
+  });
+});

