@@ -51,6 +51,12 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --max-bytes N        (cache prune) target size, e.g. 500M, 2G
   -h, --help           this text
 
+Environment only:
+  XLASERVE_ENGINE_THREAD=0   run the backend on the main thread (default: its own thread)
+  XLASERVE_INLINE_MAX_US=N   CPU engine: programs whose measured run takes at most N us run on
+                             the HTTP thread (default 50; 0 turns it off)
+  XLASERVE_BLAS_THREADS=N    CPU engine: OpenBLAS threads (default: every core)
+
 Examples:
   npm start                                  # the examples on http://127.0.0.1:8000
   bun apps/worker/src/main.ts serve --port 9000 --repository /srv/models
