@@ -1,5 +1,4 @@
 import { type HostTensor, XlaserveError, allocTyped, dtypeSize, elementCount } from "@xlaserve/core";
-import { dropOnAbort } from "./drop-on-abort.ts";
 import { IdleSignal } from "./idle-signal.ts";
 
 /** The smallest compiled size that holds `batch`, or undefined when none does. */
@@ -120,6 +119,7 @@ export interface CoalescerOptions<T extends { readonly batch: number | null }, R
 interface Waiting<T, R> {
   readonly variant: number | null;
   readonly item: T;
+  readonly signal: AbortSignal | undefined;
   resolve(r: R): void;
   reject(e: unknown): void;
 }
@@ -129,6 +129,9 @@ interface Waiting<T, R> {
  * execution slot free runs at once; requests that arrive while executions are in flight wait and
  * leave together, as many (same variant, in arrival order) as fit in the largest compiled batch.
  * Under load one execution serves many requests; alone, a request waits for nothing.
+ *
+ * As in the concurrency limiter, a request aborted while it waits is dropped when a group is
+ * formed or when the queue is full, not by a listener on every queued request's signal.
  */
 export class Coalescer<T extends { readonly batch: number | null }, R> {
   private readonly waiting: Waiting<T, R>[] = [];
@@ -146,7 +149,9 @@ export class Coalescer<T extends { readonly batch: number | null }, R> {
   }
 
   submit(variant: number | null, item: T, signal?: AbortSignal): Promise<R> {
-    if (this.inFlight >= this.options.maxInFlight && this.waiting.length >= this.options.queueDepth) {
+    const full = () => this.inFlight >= this.options.maxInFlight && this.waiting.length >= this.options.queueDepth;
+    if (full()) this.dropAborted();
+    if (full()) {
       return Promise.reject(
         new XlaserveError(
           "QUEUE_FULL",
@@ -156,23 +161,27 @@ export class Coalescer<T extends { readonly batch: number | null }, R> {
       );
     }
     return new Promise<R>((resolve, reject) => {
-      const entry: Waiting<T, R> = { variant, item, resolve, reject };
-      this.waiting.push(entry);
-      dropOnAbort(this.waiting, entry, signal, () => {
-        reject(new XlaserveError("UNAVAILABLE", `${this.options.label}: request aborted while queued`));
-        this.checkIdle();
-      });
+      this.waiting.push({ variant, item, signal, resolve, reject });
       this.pump();
     });
   }
 
   private take(): Waiting<T, R>[] {
-    const first = this.waiting.shift();
+    let first = this.waiting.shift();
+    while (first?.signal?.aborted) {
+      first.reject(this.abortedError());
+      first = this.waiting.shift();
+    }
     if (!first) return [];
     const group = [first];
     let rows = first.item.batch ?? this.options.maxBatch;
     for (let i = 0; i < this.waiting.length; ) {
       const next = this.waiting[i] as Waiting<T, R>;
+      if (next.signal?.aborted) {
+        this.waiting.splice(i, 1);
+        next.reject(this.abortedError());
+        continue;
+      }
       const b = next.item.batch;
       if (b === null || rows + b > this.options.maxBatch) break; // keep arrival order
       if (next.variant !== first.variant) {
@@ -212,9 +221,24 @@ export class Coalescer<T extends { readonly batch: number | null }, R> {
         .finally(() => {
           this.inFlight--;
           this.pump();
-          this.checkIdle();
         });
     }
+    // Dropping aborted requests may have left nothing to run.
+    this.checkIdle();
+  }
+
+  private dropAborted(): void {
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      const w = this.waiting[i];
+      if (w?.signal?.aborted) {
+        this.waiting.splice(i, 1);
+        w.reject(this.abortedError());
+      }
+    }
+  }
+
+  private abortedError(): XlaserveError {
+    return new XlaserveError("UNAVAILABLE", `${this.options.label}: request aborted while queued`);
   }
 
   private checkIdle(): void {

@@ -84,4 +84,62 @@ describe("request coalescing", () => {
     expect(await c.submit(null, { batch: 1 })).toBe(3);
     await c.idle();
   });
+
+  test("a request aborted while queued is dropped when its group forms and never runs", async () => {
+    const groups: number[][] = [];
+    let release: () => void = () => {};
+    const c = new Coalescer<{ batch: number | null; id: number }, number>({
+      maxBatch: 8,
+      maxInFlight: 1,
+      queueDepth: 100,
+      label: "m",
+      run: async (_v, items) => {
+        groups.push(items.map((i) => i.id));
+        if (groups.length === 1) await new Promise<void>((r) => (release = r));
+        return items.map((i) => i.id);
+      },
+    });
+    const first = c.submit(null, { batch: 1, id: 0 });
+    const gone = new AbortController();
+    const aborted = c.submit(null, { batch: 1, id: 1 }, gone.signal);
+    const kept = c.submit(null, { batch: 1, id: 2 });
+    gone.abort();
+    release();
+    expect(await first).toBe(0);
+    await expect(aborted).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    expect(await kept).toBe(2);
+    expect(groups).toEqual([[0], [2]]);
+    await c.idle();
+  });
+
+  test("a full queue first drops its aborted requests; a request aborted before it runs leaves the batcher idle", async () => {
+    let release: () => void = () => {};
+    let calls = 0;
+    const c = new Coalescer<{ batch: number | null }, number>({
+      maxBatch: 1,
+      maxInFlight: 1,
+      queueDepth: 1,
+      label: "m",
+      run: async () => {
+        calls++;
+        if (calls === 1) await new Promise<void>((r) => (release = r));
+        return [calls];
+      },
+    });
+    const a = c.submit(null, { batch: 1 });
+    const gone = new AbortController();
+    const queued = c.submit(null, { batch: 1 }, gone.signal);
+    gone.abort();
+    const b = c.submit(null, { batch: 1 }); // room once the aborted one is dropped
+    await expect(queued).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    release();
+    expect(await a).toBe(1);
+    expect(await b).toBe(2);
+    await c.idle();
+    const early = new AbortController();
+    early.abort();
+    await expect(c.submit(null, { batch: 1 }, early.signal)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    await c.idle(); // resolves: nothing runs, nothing waits
+    expect(calls).toBe(2);
+  });
 });
