@@ -1,4 +1,5 @@
 import { type HostTensor, XlaserveError, allocTyped, dtypeSize, elementCount } from "@xlaserve/core";
+import { dropAborted, shiftLive } from "./aborted-waiters.ts";
 import { IdleSignal } from "./idle-signal.ts";
 
 /** The smallest compiled size that holds `batch`, or undefined when none does. */
@@ -131,7 +132,7 @@ interface Waiting<T, R> {
  * Under load one execution serves many requests; alone, a request waits for nothing.
  *
  * As in the concurrency limiter, a request aborted while it waits is dropped when a group is
- * formed or when the queue is full, not by a listener on every queued request's signal.
+ * formed or when the queue is full (aborted-waiters.ts).
  */
 export class Coalescer<T extends { readonly batch: number | null }, R> {
   private readonly waiting: Waiting<T, R>[] = [];
@@ -150,7 +151,7 @@ export class Coalescer<T extends { readonly batch: number | null }, R> {
 
   submit(variant: number | null, item: T, signal?: AbortSignal): Promise<R> {
     const full = () => this.inFlight >= this.options.maxInFlight && this.waiting.length >= this.options.queueDepth;
-    if (full()) this.dropAborted();
+    if (full()) dropAborted(this.waiting, () => this.abortedError());
     if (full()) {
       return Promise.reject(
         new XlaserveError(
@@ -167,11 +168,7 @@ export class Coalescer<T extends { readonly batch: number | null }, R> {
   }
 
   private take(): Waiting<T, R>[] {
-    let first = this.waiting.shift();
-    while (first?.signal?.aborted) {
-      first.reject(this.abortedError());
-      first = this.waiting.shift();
-    }
+    const first = shiftLive(this.waiting, () => this.abortedError());
     if (!first) return [];
     const group = [first];
     let rows = first.item.batch ?? this.options.maxBatch;
@@ -225,16 +222,6 @@ export class Coalescer<T extends { readonly batch: number | null }, R> {
     }
     // Dropping aborted requests may have left nothing to run.
     this.checkIdle();
-  }
-
-  private dropAborted(): void {
-    for (let i = this.waiting.length - 1; i >= 0; i--) {
-      const w = this.waiting[i];
-      if (w?.signal?.aborted) {
-        this.waiting.splice(i, 1);
-        w.reject(this.abortedError());
-      }
-    }
   }
 
   private abortedError(): XlaserveError {

@@ -6,6 +6,7 @@
  */
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
 import { isXlaserveError, uploadAll, viewTyped } from "@xlaserve/core";
+import { createFromSpec } from "./backend-factory.ts";
 import { type RunCall, type RunReply, decodeRunCalls, encodeRunReplies, isRunCalls, transferFor } from "./run-wire.ts";
 
 declare const self: Worker;
@@ -56,10 +57,7 @@ function need<T>(map: Map<number, T>, handle: number, what: string): T {
 async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; transfer?: ArrayBuffer[] }> {
   const op = msg.op as string;
   if (op === "init") {
-    const mod = (await import(msg.module as string)) as Record<string, unknown>;
-    const factory = mod[msg.export as string] as (args: unknown) => AbstractBackend | Promise<AbstractBackend>;
-    if (typeof factory !== "function") throw new Error(`${msg.module} exports no ${msg.export}`);
-    backend = await factory(msg.args);
+    backend = await createFromSpec({ module: msg.module as string, export: msg.export as string, args: msg.args });
     return { value: { name: backend.name, identity: backend.identity(), devices: backend.devices() } };
   }
   const be = backend;

@@ -14,6 +14,8 @@ import { XlaserveError } from "@xlaserve/core";
 
 /** What the engine thread offers for this (threaded-backend.ts). */
 export interface InlineHost {
+  /** Whether localTwin() can give a second instance (false: every run stays on the engine thread). */
+  readonly canRunInline: boolean;
   /** The same engine once more, on the calling thread. */
   localTwin(): Promise<AbstractBackend>;
   /** One run on the engine thread (upload, execute, download), as a request's. */
@@ -30,7 +32,12 @@ export interface InlineHost {
 
 export function isInlineHost(backend: AbstractBackend): backend is AbstractBackend & InlineHost {
   const b = backend as Partial<InlineHost>;
-  return typeof b.localTwin === "function" && typeof b.timeRuns === "function" && typeof b.run === "function";
+  return (
+    b.canRunInline === true &&
+    typeof b.localTwin === "function" &&
+    typeof b.timeRuns === "function" &&
+    typeof b.run === "function"
+  );
 }
 
 /** One program that runs inline: its copy on this thread and the drift watch over its runs. */

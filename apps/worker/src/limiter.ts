@@ -1,13 +1,12 @@
 import { XlaserveError } from "@xlaserve/core";
+import { dropAborted, shiftLive } from "./aborted-waiters.ts";
 import { IdleSignal } from "./idle-signal.ts";
 
 /**
  * A per-model concurrency limit with a bounded FIFO queue: at most `limit` requests run at once,
  * at most `queueDepth` wait; one more is refused with QUEUE_FULL (HTTP 429).
- *
- * A waiter whose request was aborted (the client went away) is dropped when its turn comes, or
- * when the queue is full, rather than by an abort listener: adding a listener to every queued
- * request's signal cost about 6% of the HTTP thread under load, and the work is skipped either way.
+ * A waiter whose request was aborted is dropped when its turn comes or the queue is full
+ * (aborted-waiters.ts).
  */
 export class ConcurrencyLimiter {
   private running = 0;
@@ -52,7 +51,7 @@ export class ConcurrencyLimiter {
       this.running++;
       return Promise.resolve();
     }
-    if (this.waiting.length >= this.queueDepth) this.dropAborted();
+    if (this.waiting.length >= this.queueDepth) dropAborted(this.waiting, () => this.abortedError());
     if (this.waiting.length >= this.queueDepth) {
       return Promise.reject(
         new XlaserveError(
@@ -68,27 +67,14 @@ export class ConcurrencyLimiter {
   }
 
   release(): void {
-    for (let next = this.waiting.shift(); next; next = this.waiting.shift()) {
-      if (next.signal?.aborted) {
-        next.reject(this.abortedError());
-        continue;
-      }
+    const next = shiftLive(this.waiting, () => this.abortedError());
+    if (next) {
       next.resolve(); // the slot passes straight to the next waiter
       return;
     }
     this.running--;
     if (this.running === 0) {
       this.idleSignal.notify();
-    }
-  }
-
-  private dropAborted(): void {
-    for (let i = this.waiting.length - 1; i >= 0; i--) {
-      const w = this.waiting[i];
-      if (w?.signal?.aborted) {
-        this.waiting.splice(i, 1);
-        w.reject(this.abortedError());
-      }
     }
   }
 

@@ -14,6 +14,7 @@ import type {
   ServerInfo,
 } from "@xlaserve/server/contract.ts";
 import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "./budget.ts";
+import { isInlineHost } from "./inline-runs.ts";
 import { DeviceLock } from "./limiter.ts";
 import { type LoadedProgram, type ProbeResult, type ProgramSource, RuntimeModel, type RuntimeHooks } from "./model.ts";
 import { type ProbeFigureStore, storeFigures, storedFigures } from "./probe-figures.ts";
@@ -580,9 +581,7 @@ export class ModelRegistry implements ModelRegistryView {
       });
       if (!this.starting) this.resolveBudget(old ? "replace" : "load");
       const loaded = model;
-      // Inline runs need a second instance of the engine on this thread: the CPU engine only (a
-      // second PJRT client would be another device context and its own memory).
-      if ((this.options.inlineMaxUs ?? 0) > 0 && this.options.backend.name === "reactant") {
+      if ((this.options.inlineMaxUs ?? 0) > 0 && isInlineHost(this.options.backend)) {
         loaded.onInlineDue = () => this.prepareInline(loaded);
       }
       if (old) {

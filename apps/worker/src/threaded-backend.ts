@@ -11,24 +11,9 @@ import type {
   ModuleSource,
 } from "@xlaserve/core";
 import { XlaserveError, viewTyped } from "@xlaserve/core";
+import { type BackendSpec, createFromSpec } from "./backend-factory.ts";
 import type { InlineHost } from "./inline-runs.ts";
 import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies, transferFor } from "./run-wire.ts";
-
-/**
- * An AbstractBackend whose engine runs on its own thread (a Bun Worker hosting engine-thread.ts):
- * the CPU engine computes in JavaScript and native BLAS, and on the HTTP event loop a long run
- * would stall every other request. Calls are forwarded in order; buffers and programs are handles.
- * memoryStats() is synchronous in the interface, so it returns the figures the engine reported
- * with its last reply; `refreshMemoryStats()` waits for every earlier call to land first.
- */
-
-export interface ThreadedBackendSpec {
-  /** Module specifier the thread imports ("@xlaserve/backend-reactant" or an absolute path). */
-  readonly module: string;
-  /** The factory it calls: `(args) => AbstractBackend`. */
-  readonly export: string;
-  readonly args?: unknown;
-}
 
 interface Reply {
   id: number;
@@ -94,9 +79,16 @@ class ThreadExecutable implements Executable {
   }
 }
 
+/**
+ * An AbstractBackend whose engine runs on its own thread (a Bun Worker hosting engine-thread.ts):
+ * the CPU engine computes in JavaScript and native BLAS, and PJRT's execute call launches kernels
+ * on the calling thread; on the HTTP event loop either would stall every other request. Calls are forwarded in order; buffers and programs are handles.
+ * memoryStats() is synchronous in the interface, so it returns the figures the engine reported
+ * with its last reply; `refreshMemoryStats()` waits for every earlier call to land first.
+ */
 export class ThreadedBackend implements AbstractBackend, InlineHost {
   private readonly worker: Worker;
-  private spec: ThreadedBackendSpec | null = null;
+  private spec: BackendSpec | null = null;
   private twin: Promise<AbstractBackend> | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -152,7 +144,7 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
     };
   }
 
-  static async create(spec: ThreadedBackendSpec): Promise<ThreadedBackend> {
+  static async create(spec: BackendSpec): Promise<ThreadedBackend> {
     const b = new ThreadedBackend();
     b.spec = spec;
     try {
@@ -176,19 +168,21 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
     const spec = this.spec;
     if (!spec) return Promise.reject(new XlaserveError("INTERNAL", "engine thread not initialised"));
     if (this.closed) return Promise.reject(new XlaserveError("DISPOSED", "the backend was disposed"));
-    if (this.name !== "reactant") {
+    if (!this.canRunInline) {
       return Promise.reject(
         new XlaserveError("UNSUPPORTED", `the ${this.name} backend has no second instance to run inline`),
       );
     }
-    this.twin ??= (async () => {
-      const mod = (await import(spec.module)) as Record<string, unknown>;
-      const factory = mod[spec.export] as (args: unknown) => AbstractBackend | Promise<AbstractBackend>;
-      if (typeof factory !== "function")
-        throw new XlaserveError("INTERNAL", `${spec.module} exports no ${spec.export}`);
-      return await factory(spec.args);
-    })();
+    this.twin ??= createFromSpec(spec);
     return this.twin;
+  }
+
+  /**
+   * Whether a second instance on this thread may run programs (inline-runs.ts): the CPU engine
+   * only. A second PJRT instance would be another device context with memory of its own.
+   */
+  get canRunInline(): boolean {
+    return this.name === "reactant";
   }
 
   /** Fire-and-forget (ordered with the calls around it). */

@@ -33,21 +33,30 @@ describe("batch shapes", () => {
   });
 });
 
+/**
+ * A coalescer of one execution at a time whose first execution waits for `release()`, so the
+ * requests submitted meanwhile queue; each group's ids are recorded, each answer is id x `scale`.
+ */
+function firstRunHeld(scale: number) {
+  const groups: number[][] = [];
+  const held = { release: () => {} };
+  const c = new Coalescer<{ batch: number | null; id: number }, number>({
+    maxBatch: 8,
+    maxInFlight: 1,
+    queueDepth: 100,
+    label: "m",
+    run: async (_v, items) => {
+      groups.push(items.map((i) => i.id));
+      if (groups.length === 1) await new Promise<void>((r) => (held.release = r));
+      return items.map((i) => i.id * scale);
+    },
+  });
+  return { c, groups, release: () => held.release() };
+}
+
 describe("request coalescing", () => {
   test("requests arriving during an execution leave together, in order, up to the largest batch", async () => {
-    const groups: number[][] = [];
-    let release: () => void = () => {};
-    const c = new Coalescer<{ batch: number | null; id: number }, number>({
-      maxBatch: 8,
-      maxInFlight: 1,
-      queueDepth: 100,
-      label: "m",
-      run: async (_v, items) => {
-        groups.push(items.map((i) => i.id));
-        if (groups.length === 1) await new Promise<void>((r) => (release = r));
-        return items.map((i) => i.id * 10);
-      },
-    });
+    const { c, groups, release } = firstRunHeld(10);
     const first = c.submit(null, { batch: 1, id: 0 });
     const rest = [1, 2, 3, 4, 5].map((id) => c.submit(null, { batch: id === 3 ? 5 : 1, id }));
     release();
@@ -86,19 +95,7 @@ describe("request coalescing", () => {
   });
 
   test("a request aborted while queued is dropped when its group forms and never runs", async () => {
-    const groups: number[][] = [];
-    let release: () => void = () => {};
-    const c = new Coalescer<{ batch: number | null; id: number }, number>({
-      maxBatch: 8,
-      maxInFlight: 1,
-      queueDepth: 100,
-      label: "m",
-      run: async (_v, items) => {
-        groups.push(items.map((i) => i.id));
-        if (groups.length === 1) await new Promise<void>((r) => (release = r));
-        return items.map((i) => i.id);
-      },
-    });
+    const { c, groups, release } = firstRunHeld(1);
     const first = c.submit(null, { batch: 1, id: 0 });
     const gone = new AbortController();
     const aborted = c.submit(null, { batch: 1, id: 1 }, gone.signal);
