@@ -1,12 +1,16 @@
 /**
  * A GEMM for one call shape, decided when the shape is first seen (a dot_general op's plan):
- * products small enough for the loop (SMALL_GEMM_LIMIT, the same rule as `gemm`) get the loop
- * compiled for exactly that shape; larger ones go through `gemm` (OpenBLAS, or the fallback)
- * per call. Either way each call gives the bits `gemm` gives for it.
+ * products small enough for the loop (SMALL_GEMM_LIMIT, the same rule as `gemm`) get the
+ * loop's arithmetic for exactly that shape, in WebAssembly SIMD where it runs (simd-gemm.ts),
+ * else as JavaScript compiled for the shape; larger ones call OpenBLAS directly (the call
+ * `gemm` would make, without rebuilding its request and checks each time), or go through
+ * `gemm` where OpenBLAS is missing or set aside. Either way each call gives the bits `gemm`
+ * gives for it.
  */
 import type { GemmCall } from "./gemm-call.ts";
-import { gemm } from "./gemm.ts";
-import { type GemmShape, compileSmallGemm } from "./small-gemm-codegen.ts";
+import { blasGemmFor, fallbackForced, gemm } from "./gemm.ts";
+import { simdGemmKernel } from "./simd-gemm.ts";
+import { type GemmShape, type SmallGemmKernel, compileSmallGemm } from "./small-gemm-codegen.ts";
 import { SMALL_GEMM_LIMIT } from "./small-gemm.ts";
 
 /** C = op(A) op(B) for the planned shape; offsets in elements. */
@@ -24,8 +28,12 @@ export type { GemmShape } from "./small-gemm-codegen.ts";
 export function planGemm(shape: GemmShape, f32: boolean): GemmRunner {
   const { m, n, k, lda, ldb, ldc, transA, transB } = shape;
   const stridesFit = lda >= (transA ? m : k) && ldb >= (transB ? k : n) && ldc >= n;
-  const small =
-    m > 0 && n > 0 && k > 0 && m * n * k <= SMALL_GEMM_LIMIT && stridesFit ? compileSmallGemm(shape, f32) : null;
+  const small: SmallGemmKernel | null =
+    m > 0 && n > 0 && k > 0 && m * n * k <= SMALL_GEMM_LIMIT && stridesFit
+      ? (simdGemmKernel(shape, f32) ?? compileSmallGemm(shape, f32))
+      : null;
+  const library = small === null && m > 0 && n > 0 && k > 0 && stridesFit ? blasGemmFor(shape, f32) : null;
+  const direct = small ?? library;
   const toCall = (...[a, aOffset, b, bOffset, c, cOffset]: Parameters<GemmRunner>): GemmCall => ({
     m,
     n,
@@ -49,7 +57,7 @@ export function planGemm(shape: GemmShape, f32: boolean): GemmRunner {
   const cSpan = (m - 1) * ldc + n;
   return (a, aOffset, b, bOffset, c, cOffset) => {
     const fits =
-      small !== null &&
+      direct !== null &&
       a instanceof Float32Array === f32 &&
       b instanceof Float32Array === f32 &&
       c instanceof Float32Array === f32 &&
@@ -60,7 +68,7 @@ export function planGemm(shape: GemmShape, f32: boolean): GemmRunner {
       bOffset + bSpan <= b.length &&
       cOffset + cSpan <= c.length;
     // Anything else, errors included, is `gemm`'s business.
-    if (fits) small(a, aOffset, b, bOffset, c, cOffset);
+    if (fits && (small !== null || !fallbackForced())) direct(a, aOffset, b, bOffset, c, cOffset);
     else gemm(toCall(a, aOffset, b, bOffset, c, cOffset));
   };
 }

@@ -8,6 +8,7 @@ import { fallbackGemm } from "./fallback-gemm.ts";
 import type { GemmCall } from "./gemm-call.ts";
 import { type LoadedBlas, loadOpenBlas } from "./library.ts";
 import { SMALL_GEMM_LIMIT, smallGemm } from "./small-gemm.ts";
+import type { GemmShape, SmallGemmKernel } from "./small-gemm-codegen.ts";
 
 const CBLAS_ROW_MAJOR = 101;
 const CBLAS_NO_TRANS = 111;
@@ -35,14 +36,26 @@ function warnOnce(): void {
   );
 }
 
+/** Each view's first-element address, taken once (see `address`). */
+const addresses = new WeakMap<Float32Array | Float64Array, number>();
+
 /**
- * The address of a view's first element. Touching `.buffer` first matters: JavaScriptCore
- * keeps small typed arrays in movable storage until their buffer is materialised, so a
- * pointer taken before that could go stale under C.
+ * The address of a view's element. Touching `.buffer` first matters: JavaScriptCore keeps
+ * small typed arrays in movable storage until their buffer is materialised, so a pointer taken
+ * before that could go stale under C. Once it is, the storage stays where it is for the view's
+ * life (the collector does not move it), so the address is remembered per view: reading
+ * `.buffer` and calling ptr cost about 30 ns each, some 100 ns per GEMM call, a sixth of a
+ * 1x64x256 product. A view whose buffer was detached reads as length 0, which the callers'
+ * bounds checks refuse before asking for an address.
  */
 function address(view: Float32Array | Float64Array, elementOffset: number): Pointer {
-  void view.buffer;
-  return ptr(view, elementOffset * view.BYTES_PER_ELEMENT);
+  let base = addresses.get(view);
+  if (base === undefined) {
+    void view.buffer;
+    base = ptr(view) as number;
+    addresses.set(view, base);
+  }
+  return (base + elementOffset * view.BYTES_PER_ELEMENT) as Pointer;
 }
 
 function checkBounds(
@@ -106,6 +119,45 @@ export function gemm(call: GemmCall): void {
     address(call.c, call.cOffset),
     call.ldc,
   );
+}
+
+/**
+ * The library call for one overwrite-C shape (m, n, k >= 1, strides at least the extents),
+ * made once when a dot_general op plans its shape: a call then skips the request object and
+ * the checks `gemm` repeats, the caller having checked the operands' types and bounds (as
+ * planGemm does). The same library call as `gemm` makes, so the same bits. Null when no
+ * library loaded; the caller sends calls to `gemm` while `fallbackForced()`.
+ */
+export function blasGemmFor(shape: GemmShape, f32: boolean): SmallGemmKernel | null {
+  const library = blas();
+  if (!library) return null;
+  const { m, n, k, lda, ldb, ldc } = shape;
+  const transA = shape.transA ? CBLAS_TRANS : CBLAS_NO_TRANS;
+  const transB = shape.transB ? CBLAS_TRANS : CBLAS_NO_TRANS;
+  // One call shape for both: alpha 1 and beta 0 pass as float or double as each symbol declares.
+  const gemm = f32 ? library.symbols.cblas_sgemm : library.symbols.cblas_dgemm;
+  return (a, aOffset, b, bOffset, c, cOffset) =>
+    gemm(
+      CBLAS_ROW_MAJOR,
+      transA,
+      transB,
+      m,
+      n,
+      k,
+      1,
+      address(a, aOffset),
+      lda,
+      address(b, bOffset),
+      ldb,
+      0,
+      address(c, cOffset),
+      ldc,
+    );
+}
+
+/** Whether setForceFallbackGemm is on. */
+export function fallbackForced(): boolean {
+  return forceFallback;
 }
 
 export interface BlasStatus {

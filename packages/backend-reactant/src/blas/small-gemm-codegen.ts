@@ -11,8 +11,9 @@
  *
  * Two forms: column blocks taking strides as arguments (one per width, for GEMM calls of any
  * shape), and a whole GEMM for one call shape with every size and stride written in as a
- * constant, which a dot_general op builds once per shape (kernels/heavy/dot-general.ts): with
- * constant strides the JIT compiles tighter, steadier code than for the parameterised blocks.
+ * constant, which a dot_general op builds once per shape (kernels/heavy/dot-general.ts) where
+ * the WebAssembly form of the same arithmetic (simd-gemm.ts) cannot run: with constant strides
+ * the JIT compiles tighter, steadier code than for the parameterised blocks.
  */
 
 type Float = Float32Array | Float64Array;

