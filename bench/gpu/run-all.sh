@@ -20,8 +20,8 @@
 #                  where that file exists
 #   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
 #   gpu-tests      bun test tests/gpu packages/backend-pjrt/test, figures to gpu-tests-<date>.json
-#   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT (issue 6; wrk
-#                  from .device/debs)
+#   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
+#                  on 1, 2, 4 and 8 HTTP threads (issue 6; wrk from .device/debs)
 #   part1 = setup export compile-load restart first-result cpu
 #   part2 = setup export worker-start memory memory-worker
 #   all   = setup export compile-load restart first-result worker-start memory memory-worker cpu
@@ -199,7 +199,7 @@ for phase in "${ordered[@]}"; do
     restart)
       compiled=$(ls -t "$RES"/pjrt-compile-load-*.json 2>/dev/null | head -1)
       run_step restart 300 bun bench/gpu/pjrt-restart.bench.ts --models "$WORK/models" \
-        --serialized "$WORK/serialized" ${compiled:+--compile-results "$compiled"} --rounds 3 --runs 200
+        --serialized "$WORK/serialized" ${compiled:+--compile-results "$compiled"} --rounds 5 --runs 200
       ;;
     first-result)
       prog=()
@@ -235,6 +235,12 @@ for phase in "${ordered[@]}"; do
     http)
       # The CPU engine on this host's 16 cores, then the MLP on the GPU through PJRT.
       run_step http 120 bun bench/http.bench.ts --engine reactant --results-dir "$RES"
+      # The worker accepting on several threads (server.httpThreads), under a load generator of
+      # 4 threads and 64 connections that one server thread cannot saturate.
+      for t in 1 2 4 8; do
+        run_step http-threads$t 120 bun bench/http.bench.ts --engine reactant --http-threads $t --wrk-threads 4 \
+          --connections 64 --duration 5 --results-dir "$RES"
+      done
       run_step http-pjrt 120 bun bench/http.bench.ts --engine pjrt --results-dir "$RES"
       ;;
     cpu)

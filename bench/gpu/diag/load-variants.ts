@@ -1,11 +1,17 @@
 /**
  * Diagnostic: what deserialize-and-load time depends on. Compiles the bundle's module for `batch`
- * with XLA debug options (default; command buffers off; autotuning off), then per variant: 9
- * loads with and 9 without overriding compile options, the first run, and latency (median of 100).
- * SAVE_DIR=dir writes each variant's program as <dir>/resnet50.b<batch>.<variant>.pjrt.
+ * with XLA debug options (default; command buffers off; autotuning off), then per
+ * variant: 9 loads with and 9 without overriding compile options, the first run, latency (median
+ * of 100), the program's first bytes (the format XLA chose: a riegeli signature, 83af70d1..., is
+ * the split-proto format whose load deserializes the compiled thunks) and whether the loaded program's
+ * outputs are the compiled one's bytes. SAVE_DIR=dir writes each variant's program as
+ * <dir>/resnet50.b<batch>.<variant>.pjrt.
  *
  *   bun bench/gpu/diag/load-variants.ts <plugin.so> <bundle dir> <batch>
+ *   bun bench/gpu/diag/load-variants.ts <plugin.so> <bundle dir> <batch> loads <program.pjrt>
  *   bun bench/gpu/diag/load-variants.ts <plugin.so> <bundle dir> <batch> trace <program.pjrt>
+ *
+ * loads: 9 loads of a saved program in this process (run it under different XLA_FLAGS).
  *
  * trace: three loads of a serialized program, the last between markers on stderr, for a run with
  * TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_MAX_VLOG_LEVEL=1 (XLA's log lines carry microsecond times).
@@ -43,6 +49,26 @@ function loadRaw(bytes: Uint8Array, withOptions: boolean): PjrtExecutable {
   return new PjrtExecutable(be.client, args.get("loaded_executable"));
 }
 
+if (mode === "loads") {
+  const bytes = new Uint8Array(await Bun.file(process.argv[6]!).arrayBuffer());
+  const times: number[] = [];
+  for (let i = 0; i < 9; i++) {
+    const l0 = performance.now();
+    const e = loadRaw(bytes, true);
+    times.push(performance.now() - l0);
+    e.dispose();
+  }
+  console.log(
+    JSON.stringify({
+      program: process.argv[6],
+      xlaFlags: process.env.XLA_FLAGS ?? null,
+      median: median(times),
+      all: times,
+    }),
+  );
+  process.exit(0);
+}
+
 if (mode === "trace") {
   const bytes = new Uint8Array(await Bun.file(process.argv[6]!).arrayBuffer());
   loadRaw(bytes, true).dispose();
@@ -61,6 +87,11 @@ const variants: Record<string, Record<string, string | number | boolean>> = {
   commandBufferOff: { xla_gpu_enable_command_buffer: "" },
   autotune0: { xla_gpu_autotune_level: 0 },
 };
+const sha = (tensors: { data: ArrayBufferView }[]) => {
+  const h = new Bun.CryptoHasher("sha256");
+  for (const t of tensors) h.update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+  return h.digest("hex");
+};
 const out: Record<string, unknown> = {};
 for (const [name, flags] of Object.entries(variants)) {
   try {
@@ -69,7 +100,12 @@ for (const [name, flags] of Object.entries(variants)) {
     const compileMs = performance.now() - t0;
     const bytes = await be.serialize(exe);
     if (process.env.SAVE_DIR) await Bun.write(`${process.env.SAVE_DIR}/resnet50.b${batch}.${name}.pjrt`, bytes);
-    const row: Record<string, unknown> = { compileMs, bytes: bytes.byteLength };
+    const row: Record<string, unknown> = {
+      compileMs,
+      bytes: bytes.byteLength,
+      head: Buffer.from(bytes.subarray(0, 12)).toString("hex"),
+    };
+    const compiledOut = sha(await downloadAll(be, await be.execute(exe, [...inputs, ...weights])));
     for (const withOptions of [true, false]) {
       const times: number[] = [];
       for (let i = 0; i < 9; i++) {
@@ -86,8 +122,9 @@ for (const [name, flags] of Object.entries(variants)) {
     const loaded = loadRaw(bytes, false);
     const first0 = performance.now();
     const o = await be.execute(loaded, [...inputs, ...weights]);
-    await downloadAll(be, o);
+    const loadedOut = sha(await downloadAll(be, o));
     row.firstRunMs = performance.now() - first0;
+    row.outputsSameBytesAfterLoad = loadedOut === compiledOut;
     const lat = await timeExecutions(be, loaded, [...inputs, ...weights], 5, 100);
     row.latencyMedianMs = median(lat);
     out[name] = row;
