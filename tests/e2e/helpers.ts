@@ -128,6 +128,40 @@ export interface InferOutput {
   data: number[];
 }
 
+/** An FP32 infer request's JSON text for `inputs` (flat data), with an optional id. */
+export function f32JsonBody(inputs: Map<string, HostTensor>, id?: string): string {
+  return JSON.stringify({
+    id,
+    inputs: [...inputs].map(([name, t]) => ({
+      name,
+      datatype: "FP32",
+      shape: t.shape,
+      data: Array.from(t.data as Float32Array),
+    })),
+  });
+}
+
+/**
+ * A binary tensor data request for one FP32 input, asking for binary outputs: the body and the
+ * Inference-Header-Content-Length to send with it.
+ */
+export function f32BinaryBody(inputs: Map<string, HostTensor>): {
+  body: Uint8Array<ArrayBuffer>;
+  headerLength: number;
+} {
+  const [[name, t]] = [...inputs] as [[string, HostTensor]];
+  const header = new TextEncoder().encode(
+    JSON.stringify({
+      inputs: [{ name, datatype: "FP32", shape: t.shape, parameters: { binary_data_size: t.data.byteLength } }],
+      parameters: { binary_data_output: true },
+    }),
+  );
+  const body = new Uint8Array(header.byteLength + t.data.byteLength);
+  body.set(header, 0);
+  body.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), header.byteLength);
+  return { body, headerLength: header.byteLength };
+}
+
 /** POST .../infer with JSON tensors. */
 export async function inferJson(
   url: string,

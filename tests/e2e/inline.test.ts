@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
 import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
 import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model.ts";
-import { type TempRepo, collectLogs, makeRepo, readReference, waitFor } from "./helpers.ts";
+import { type TempRepo, collectLogs, f32BinaryBody, f32JsonBody, makeRepo, readReference, waitFor } from "./helpers.ts";
 
 let repo: TempRepo;
 let worker: StartedWorker;
@@ -32,32 +32,6 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-function jsonBody(inputs: Map<string, HostTensor>, id: string): string {
-  return JSON.stringify({
-    id,
-    inputs: [...inputs].map(([name, t]) => ({
-      name,
-      datatype: "FP32",
-      shape: t.shape,
-      data: Array.from(t.data as Float32Array),
-    })),
-  });
-}
-
-function binaryBody(inputs: Map<string, HostTensor>): { body: Uint8Array<ArrayBuffer>; headerLength: number } {
-  const [[name, t]] = [...inputs] as [[string, HostTensor]];
-  const header = new TextEncoder().encode(
-    JSON.stringify({
-      inputs: [{ name, datatype: "FP32", shape: t.shape, parameters: { binary_data_size: t.data.byteLength } }],
-      parameters: { binary_data_output: true },
-    }),
-  );
-  const body = new Uint8Array(header.byteLength + t.data.byteLength);
-  body.set(header, 0);
-  body.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), header.byteLength);
-  return { body, headerLength: header.byteLength };
-}
-
 /** Every answer of interest, as raw bytes: JSON at batch 1, 3 and 8, binary at batch 8. */
 async function answers(): Promise<string[]> {
   const ref = readReference("mlp").get(8)?.inputs.get("features") as HostTensor;
@@ -67,12 +41,12 @@ async function answers(): Promise<string[]> {
     const res = await fetch(`${worker.url}/v2/models/mlp/infer`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: jsonBody(new Map([["features", x]]), `b${rows}`),
+      body: f32JsonBody(new Map([["features", x]]), `b${rows}`),
     });
     expect(res.status).toBe(200);
     out.push(await res.text());
   }
-  const { body, headerLength } = binaryBody(new Map([["features", ref]]));
+  const { body, headerLength } = f32BinaryBody(new Map([["features", ref]]));
   const res = await fetch(`${worker.url}/v2/models/mlp/infer`, {
     method: "POST",
     headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(headerLength) },
@@ -91,7 +65,7 @@ describe("inline runs over HTTP (CPU engine)", () => {
         .inline as { programs: Array<{ program: string; inline: boolean }> } | null;
     expect(await meta("mlp")).toBeNull();
     const one = readReference("mlp").get(1)?.inputs as Map<string, HostTensor>;
-    const body = jsonBody(one, "warm");
+    const body = f32JsonBody(one, "warm");
     for (let i = 0; i < INLINE_AFTER_REQUESTS; i += 16) {
       await Promise.all(
         Array.from({ length: 16 }, () =>

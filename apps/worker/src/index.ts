@@ -12,7 +12,10 @@ import { formatBytes } from "./budget.ts";
 import { chooseEngine, createBackend } from "./engine.ts";
 import type { LoadedProgram, ProgramSource } from "./model.ts";
 import type { ProbeFigureStore } from "./probe-figures.ts";
+import { FrontPool, type FrontPoolOptions } from "./front/front-pool.ts";
+import { isInlineHost } from "./inline-runs.ts";
 import { ModelRegistry } from "./registry.ts";
+import { ThreadedBackend } from "./threaded-backend.ts";
 import type { HttpModules } from "./http-modules.ts";
 import { StartupClock } from "./startup-clock.ts";
 import { RepositoryWatcher } from "./watcher.ts";
@@ -64,6 +67,8 @@ export interface StartedWorker {
   readonly watcher: RepositoryWatcher | null;
   readonly backend: AbstractBackend;
   readonly logger: Logger;
+  /** The extra HTTP threads (config server.httpThreads past 1), else null. */
+  readonly fronts: FrontPool | null;
   stop(): Promise<void>;
 }
 
@@ -177,7 +182,15 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   startup.lap("cacheOpen");
 
   // Metrics: the server's series plus the worker's own budget and per-model gauges.
-  const { Metrics: MetricsClass, createServerApp, startServer, Counter, Gauge } = await http;
+  const {
+    Metrics: MetricsClass,
+    createServerApp,
+    startServer,
+    maxRequestBodySize,
+    InferService,
+    Counter,
+    Gauge,
+  } = await http;
   startup.lap("imports");
   const metrics = new MetricsClass();
   const extra = workerGauges(metrics, Counter, Gauge);
@@ -301,10 +314,29 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     config: { maxBodyBytes: config.server.maxBodyBytes, authToken: config.server.authToken },
     metrics,
   });
+  const httpThreads = config.server.httpThreads;
   let server: RunningServer;
+  let fronts: FrontPool | null = null;
+  let bound: RunningServer | null = null;
   try {
-    server = startServer(app, { host: config.server.host, port: config.server.port });
+    server = startServer(app, { host: config.server.host, port: config.server.port, reusePort: httpThreads > 1 });
+    bound = server;
+    if (httpThreads > 1) {
+      // What the other threads relay: infer requests straight to an infer service (as this
+      // thread's own route table does), the rest through the app.
+      const relayedInfer = new InferService({ registry, metrics, logger, maxBodyBytes: config.server.maxBodyBytes });
+      fronts = await startFronts(httpThreads - 1, server.port, config, {
+        backend,
+        handle: (request, infer) =>
+          infer ? relayedInfer.handle(request, infer.model, infer.version) : app.handle(request),
+        metrics,
+        registry,
+        logger,
+        maxRequestBodySize: maxRequestBodySize(config.server.maxBodyBytes),
+      });
+    }
   } catch (err) {
+    await bound?.stop(true);
     await watcher?.stop();
     await registry.shutdown();
     cache?.close();
@@ -326,6 +358,9 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     stopping = (async () => {
       log.info("stopping: draining requests");
       await watcher?.stop();
+      // The other HTTP threads stop accepting first; what they relay meanwhile is still answered here.
+      await fronts?.stop();
+      registry.attachReplicaHost(null);
       const draining = registry.shutdown(); // refuses new work, waits for in-flight requests
       await draining;
       await server.stop();
@@ -345,7 +380,49 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     process.once("SIGINT", () => onSignal("SIGINT"));
   }
 
-  return { url: server.url, registry, config, engine, metrics, watcher, backend, logger, stop };
+  return { url: server.url, registry, config, engine, metrics, watcher, backend, logger, fronts, stop };
+}
+
+/**
+ * Starts the extra HTTP threads on the bound port and hands them the models that run inline.
+ * Without an engine they can host (PJRT, or the engine on this thread) they relay every request.
+ */
+async function startFronts(
+  threads: number,
+  port: number,
+  config: Config,
+  parts: {
+    backend: AbstractBackend;
+    handle: FrontPoolOptions["handle"];
+    metrics: Metrics;
+    registry: ModelRegistry;
+    logger: Logger;
+    maxRequestBodySize: number;
+  },
+): Promise<FrontPool> {
+  const { backend, handle, metrics, registry, logger } = parts;
+  const spec = backend instanceof ThreadedBackend && isInlineHost(backend) ? backend.backendSpec : null;
+  if (!spec) {
+    logger.warn("the extra HTTP threads relay every request: the engine cannot run programs on them", {
+      engine: backend.name,
+      threads,
+    });
+  }
+  const pool = await FrontPool.start({
+    threads,
+    host: config.server.host,
+    port,
+    maxBodyBytes: config.server.maxBodyBytes,
+    maxRequestBodySize: parts.maxRequestBodySize,
+    backend: spec,
+    handle,
+    metrics,
+    addStats: (name, generation, stats) => registry.addReplicaStats(name, generation, stats),
+    logger,
+  });
+  registry.attachReplicaHost(pool);
+  logger.info("HTTP threads", { threads: threads + 1, replicas: spec !== null });
+  return pool;
 }
 
 /**

@@ -254,7 +254,7 @@ export function settledNow<T>(promise: Promise<T>): T {
   }
 }
 
-function runSync(
+export function runSync(
   twin: AbstractBackend,
   local: Executable,
   inputs: readonly HostTensor[],
@@ -325,7 +325,7 @@ async function engineMedian(c: InlineCandidate, maxUs: number, stillWanted: () =
   return last;
 }
 
-function sameBytes(a: readonly HostTensor[], b: readonly HostTensor[]): boolean {
+export function sameBytes(a: readonly HostTensor[], b: readonly HostTensor[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) {
     const x = a[i] as HostTensor;

@@ -27,6 +27,10 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --repository DIR     model repository (XLASERVE_MODEL_REPOSITORY; default examples/models)
   --port N             HTTP port (XLASERVE_PORT; default 8000; 0 picks a free one)
   --host ADDR          interface to bind (default 127.0.0.1)
+  --http-threads N     threads accepting connections on the port (XLASERVE_HTTP_THREADS;
+                       default 1). Past 1, each extra thread answers requests for the models
+                       that run inline (small CPU-engine programs) on its own copy of them,
+                       and relays everything else to the main thread
   --config FILE        YAML or JSON configuration file
   --engine NAME        auto | pjrt | reactant (XLASERVE_ENGINE; default auto: PJRT when a
                        compatible plugin loads, else the CPU engine)
@@ -68,6 +72,7 @@ const OPTIONS = {
   repository: { type: "string" },
   port: { type: "string" },
   host: { type: "string" },
+  "http-threads": { type: "string" },
   config: { type: "string" },
   engine: { type: "string" },
   plugin: { type: "string" },
@@ -107,7 +112,7 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
   const config: Record<string, unknown> = {
     engine: values.engine,
     pjrt: { plugin: values.plugin },
-    server: { authToken: values["auth-token"] },
+    server: { authToken: values["auth-token"], httpThreads: num(values["http-threads"]) },
     repository: {
       dynamic: values["no-watch"] ? false : undefined,
       pollIntervalMs: num(values["poll-interval-ms"]),

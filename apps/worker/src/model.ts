@@ -6,6 +6,7 @@ import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceRange } from "./b
 import type { Residency } from "./budget.ts";
 import { type InlineCandidate, InlineRuns, type InlineVerdict, isInlineHost } from "./inline-runs.ts";
 import { ConcurrencyLimiter, type DeviceLock } from "./limiter.ts";
+import type { ReplicaProgram, ReplicaSpec } from "./front/protocol.ts";
 import type { WeightManager, WeightOwner } from "./weights.ts";
 
 export type CacheOutcome = "hit" | "miss" | "recompiled" | "uncached";
@@ -102,6 +103,13 @@ let nextOwnerId = 0;
  */
 export const INLINE_MAX_WEIGHT_BYTES = 8 * 1024 * 1024;
 
+/**
+ * A model is replicated on the worker's other HTTP threads when each of its programs runs within
+ * this multiple of the inline threshold on the engine thread: such a thread is blocked for that
+ * long per request, as the main thread is by an inline run, but serves nothing else.
+ */
+export const REPLICA_MAX_FACTOR = 4;
+
 /** Requests a model answers before its programs are timed for inline runs (see onInlineDue). */
 export const INLINE_AFTER_REQUESTS = 256;
 
@@ -166,6 +174,8 @@ export class RuntimeModel implements ServedModel {
    */
   onInlineDue: (() => void) | null = null;
   private untilInlineDue = INLINE_AFTER_REQUESTS;
+  /** Called when this version is retired (a swap, an unload, shutdown). */
+  onRetired: (() => void) | null = null;
 
   private readonly counters = {
     inferenceCount: 0,
@@ -764,6 +774,60 @@ export class RuntimeModel implements ServedModel {
     return verdicts;
   }
 
+  /**
+   * What another HTTP thread needs to run this model itself (front/replica-model.ts): every
+   * program serialized, with the engine thread's answer for zero inputs, and the weights. Null
+   * unless each program's measured run on the engine thread (`verdicts`, from prepareInline) is
+   * within REPLICA_MAX_FACTOR x `maxUs`, and the model has no input-shape variants: a replica
+   * takes every request that reaches its thread, at any batch size.
+   */
+  async replicaSpec(verdicts: readonly InlineVerdict[], maxUs: number): Promise<ReplicaSpec | null> {
+    const backend = this.backend;
+    if (this.retired || this.disposed || this.bundle.manifest.inputShapeVariants.length > 0) return null;
+    if (!isInlineHost(backend) || this.weightBytes > INLINE_MAX_WEIGHT_BYTES) return null;
+    const targets = this.probeTargets();
+    const engineUs = (batchSize: number) => verdicts.find((v) => v.label === `b${batchSize}`)?.engineUs ?? null;
+    if (!targets.every((t) => (engineUs(t.batchSize) ?? Number.POSITIVE_INFINITY) <= maxUs * REPLICA_MAX_FACTOR)) {
+      return null;
+    }
+    const programs: ReplicaProgram[] = [];
+    for (const { batchSize, program } of targets) {
+      const referenceInputs = this.inputs.map((spec, i) => zeros(spec.dtype, this.inputShape(i, null, batchSize)));
+      const referenceOutputs = await this.withEngineWeights((weights) =>
+        backend.run(program.executable, referenceInputs, weights),
+      );
+      programs.push({
+        batchSize,
+        bytes: await backend.serialize(program.executable),
+        referenceInputs,
+        referenceOutputs,
+      });
+    }
+    return {
+      name: this.name,
+      version: this.version,
+      generation: this.generation,
+      platform: this.platform,
+      inputs: this.inputs,
+      outputs: this.outputs,
+      compiledBatchSizes: this.compiledBatchSizes,
+      programs,
+      weights: this.hostWeights,
+    };
+  }
+
+  /** Adds what a replica on another HTTP thread answered into this model's statistics. */
+  addReplicaStats(d: ModelStats): void {
+    const c = this.counters;
+    c.inferenceCount += d.inferenceCount;
+    c.executionCount += d.executionCount;
+    c.lastInference = Math.max(c.lastInference, d.lastInference);
+    for (const key of ["success", "fail", "queue", "computeInput", "computeInfer", "computeOutput"] as const) {
+      c[key].count += d[key].count;
+      c[key].ns += d[key].ns;
+    }
+  }
+
   /** `fn` with the model's weights resident on the engine, as a request holds them. */
   private withEngineWeights<T>(fn: (weights: readonly DeviceBuffer[]) => Promise<T>): Promise<T> {
     return this.deviceLock.shared(async () => {
@@ -784,9 +848,11 @@ export class RuntimeModel implements ServedModel {
 
   /** Retires this version: new requests go to `successor` (or fail as unloaded when null). */
   retire(successor: RuntimeModel | null, error?: XlaserveError): void {
+    const first = !this.retired;
     this.retired = true;
     this.successor = successor;
     this.retiredError = error ?? null;
+    if (first) this.onRetired?.();
   }
 
   /** Resolves once no request runs or waits on this version. */

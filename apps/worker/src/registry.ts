@@ -8,17 +8,25 @@ import { discoverBundles, loadBundle } from "@xlaserve/core/bundle/load.ts";
 import type { BundleModule } from "@xlaserve/core/bundle/types.ts";
 import type {
   ModelRegistryView,
+  ModelStats,
   ModelState,
   RepositoryEntry,
   ServedModel,
   ServerInfo,
 } from "@xlaserve/server/contract.ts";
 import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "./budget.ts";
-import { isInlineHost } from "./inline-runs.ts";
+import type { ReplicaSpec } from "./front/protocol.ts";
+import { type InlineVerdict, isInlineHost } from "./inline-runs.ts";
 import { DeviceLock } from "./limiter.ts";
 import { type LoadedProgram, type ProbeResult, type ProgramSource, RuntimeModel, type RuntimeHooks } from "./model.ts";
 import { type ProbeFigureStore, storeFigures, storedFigures } from "./probe-figures.ts";
 import { WeightManager } from "./weights.ts";
+
+/** Where models that run inline are replicated (the worker's other HTTP threads). */
+export interface ReplicaHost {
+  publish(spec: ReplicaSpec): void;
+  drop(name: string, generation: number): void;
+}
 
 export interface RegistryOptions {
   readonly repository: string;
@@ -79,6 +87,9 @@ export class ModelRegistry implements ModelRegistryView {
   private readonly slots = new Map<string, Slot>();
   private budget: WeightBudget | null = null;
   private generation = 0;
+  private replicaHost: ReplicaHost | null = null;
+  /** Each serving model's inline timing, for replicas on the other HTTP threads (removed on retire). */
+  private readonly inlineVerdicts = new Map<RuntimeModel, readonly InlineVerdict[]>();
   private draining = false;
   private starting = true;
   private warming: Promise<void> = Promise.resolve();
@@ -584,6 +595,10 @@ export class ModelRegistry implements ModelRegistryView {
       if ((this.options.inlineMaxUs ?? 0) > 0 && isInlineHost(this.options.backend)) {
         loaded.onInlineDue = () => this.prepareInline(loaded);
       }
+      loaded.onRetired = () => {
+        this.inlineVerdicts.delete(loaded);
+        this.replicaHost?.drop(loaded.name, loaded.generation);
+      };
       if (old) {
         void old.drain().then(() => {
           old.dispose();
@@ -620,6 +635,38 @@ export class ModelRegistry implements ModelRegistryView {
   }
 
   /**
+   * The worker's other HTTP threads (front/front-pool.ts): models whose programs all run inline
+   * are handed to them, now and whenever one becomes so, and taken back when retired.
+   */
+  attachReplicaHost(host: ReplicaHost | null): void {
+    this.replicaHost = host;
+    if (!host) return;
+    for (const [model, verdicts] of this.inlineVerdicts) {
+      if (!model.isRetired()) void this.publishReplica(model, verdicts);
+    }
+  }
+
+  /** A replica's statistics, added into the model's own when it is still that version. */
+  addReplicaStats(name: string, generation: number, stats: ModelStats): void {
+    const current = this.slots.get(name)?.current;
+    if (current && current.generation === generation) current.addReplicaStats(stats);
+  }
+
+  private async publishReplica(model: RuntimeModel, verdicts: readonly InlineVerdict[]): Promise<void> {
+    if (!this.replicaHost) return;
+    try {
+      const spec = await model.replicaSpec(verdicts, this.options.inlineMaxUs ?? 0);
+      // Checked again after the awaits: a version retired meanwhile must not be handed out.
+      if (spec && !model.isRetired() && this.replicaHost) this.replicaHost.publish(spec);
+    } catch (err) {
+      this.log.warn("model not handed to the other HTTP threads; they relay its requests", {
+        model: model.name,
+        error: asXlaserveError(err).message,
+      });
+    }
+  }
+
+  /**
    * Times the model's programs on the HTTP thread in the background (the model serves through the
    * engine meanwhile) and lets those within the threshold run inline from then on. Asked for by
    * the model itself once it is busy (see RuntimeModel.onInlineDue).
@@ -630,7 +677,9 @@ export class ModelRegistry implements ModelRegistryView {
     const job = model
       .prepareInline(maxUs)
       .then((verdicts) => {
-        if (!verdicts) return;
+        if (!verdicts || model.isRetired()) return;
+        this.inlineVerdicts.set(model, verdicts);
+        void this.publishReplica(model, verdicts);
         this.log.info("inline runs", {
           model: model.name,
           maxUs,

@@ -177,6 +177,11 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
     return this.twin;
   }
 
+  /** How to create the same engine on another thread (null before init). */
+  get backendSpec(): BackendSpec | null {
+    return this.spec;
+  }
+
   /**
    * Whether a second instance on this thread may run programs (inline-runs.ts): the CPU engine
    * only. A second PJRT instance would be another device context with memory of its own.

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { type HostTensor, uploadAll } from "@xlaserve/core";
 import { buildMock, mockControls } from "../../../packages/backend-pjrt/test/support/build-mock.ts";
 import { ThreadedBackend } from "../src/threaded-backend.ts";

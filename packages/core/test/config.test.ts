@@ -50,6 +50,7 @@ describe("loadConfig", () => {
       file: path,
       env: {
         XLASERVE_PORT: "9100",
+        XLASERVE_HTTP_THREADS: "3",
         XLASERVE_ENGINE: "reactant",
         XLASERVE_MODEL_REPOSITORY: "/srv/models",
         XLASERVE_PJRT_PLUGIN: "/opt/pjrt/plugin.so",
@@ -61,7 +62,7 @@ describe("loadConfig", () => {
       },
     });
     expect(config.engine).toBe("reactant");
-    expect(config.server).toEqual({ host: "0.0.0.0", port: 9100, maxBodyBytes: 64 * 1024 * 1024 });
+    expect(config.server).toEqual({ host: "0.0.0.0", port: 9100, maxBodyBytes: 64 * 1024 * 1024, httpThreads: 3 });
     expect(config.pjrt).toMatchObject({ memoryFraction: 0.5, preallocate: true, plugin: "/opt/pjrt/plugin.so" });
     expect(config.repository.path).toBe("/srv/models");
     expect(config.concurrency.queueDepth).toBe(8);

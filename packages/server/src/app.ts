@@ -24,7 +24,7 @@ export function createServerApp(options: ServerAppOptions) {
     // maxBodyBytes itself with a message naming the limit.
     // The infer routes go straight to the service through Bun's route table (see inferRoutes);
     // Elysia merges these over the handlers it maps for the same paths.
-    serve: { maxRequestBodySize: config.maxBodyBytes * 2 + 1024 * 1024, routes: inferRoutes(infer) },
+    serve: { maxRequestBodySize: maxRequestBodySize(config.maxBodyBytes), routes: inferRoutes(infer) },
   })
     .onError(({ code, error, request }) => {
       const { status, message } = describeError(code, error, request);
@@ -62,6 +62,11 @@ export function createServerApp(options: ServerAppOptions) {
 }
 
 export type ServerApp = ReturnType<typeof createServerApp>;
+
+/** Bun's own body limit for a codec limit of `maxBodyBytes` (room for a compressed body's framing). */
+export function maxRequestBodySize(maxBodyBytes: number): number {
+  return maxBodyBytes * 2 + 1024 * 1024;
+}
 
 /** Every failure as a status and a message for {"error": "..."}. */
 function describeError(code: unknown, error: unknown, request: Request): { status: number; message: string } {

@@ -5,6 +5,11 @@ export interface ListenOptions {
   readonly host: string;
   /** 0 picks a free port (tests, benches). */
   readonly port: number;
+  /**
+   * Bind with SO_REUSEPORT, so that the worker's other HTTP threads can bind the same port and the
+   * kernel spreads connections over them.
+   */
+  readonly reusePort?: boolean;
 }
 
 export interface RunningServer {
@@ -17,7 +22,7 @@ export interface RunningServer {
 
 /** Binds the app with Bun.serve (through Elysia) and reports where it listens. */
 export function startServer(app: ServerApp, options: ListenOptions): RunningServer {
-  app.listen({ hostname: options.host, port: options.port });
+  app.listen({ hostname: options.host, port: options.port, reusePort: options.reusePort ?? false });
   const server = app.server;
   if (!server) throw new Error(`the HTTP server did not start on ${options.host}:${options.port}`);
   const port = server.port as number;

@@ -2,7 +2,7 @@ import type { TObject, TSchema } from "@sinclair/typebox";
 import { ConfigSchema } from "./schema.ts";
 
 /**
- * XLASERVE_* environment variables as a partial configuration. Five short names cover the
+ * XLASERVE_* environment variables as a partial configuration. Six short names cover the
  * settings changed most often; every setting is also reachable as
  * XLASERVE_<SECTION>__<FIELD> (FIELD in SNAKE_CASE: XLASERVE_PJRT__MEMORY_FRACTION=0.5).
  * Values stay strings here; the loader coerces them against the schema.
@@ -11,6 +11,7 @@ import { ConfigSchema } from "./schema.ts";
 export const ENV_SHORTCUTS: Readonly<Record<string, readonly string[]>> = {
   XLASERVE_ENGINE: ["engine"],
   XLASERVE_PORT: ["server", "port"],
+  XLASERVE_HTTP_THREADS: ["server", "httpThreads"],
   XLASERVE_MODEL_REPOSITORY: ["repository", "path"],
   XLASERVE_PJRT_PLUGIN: ["pjrt", "plugin"],
   XLASERVE_LOG_LEVEL: ["log", "level"],

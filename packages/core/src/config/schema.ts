@@ -37,6 +37,13 @@ export const ConfigSchema = Type.Object(
         port: Type.Integer({ minimum: 0, maximum: 65535, default: 8000 }),
         maxBodyBytes: Type.Integer({ minimum: 1, default: 64 * MiB }),
         authToken: Type.Optional(Type.String({ minLength: 1 })),
+        httpThreads: Type.Integer({
+          minimum: 1,
+          maximum: 64,
+          default: 1,
+          description:
+            "threads accepting HTTP connections on the port (SO_REUSEPORT); past 1, each extra thread answers the requests of models that run inline itself and relays the rest",
+        }),
       },
       section,
     ),

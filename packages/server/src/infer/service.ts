@@ -1,6 +1,6 @@
 import type { Logger } from "@xlaserve/core";
 import { XlaserveError, asXlaserveError } from "@xlaserve/core";
-import type { ModelRegistryView } from "../contract.ts";
+import type { ModelRegistryView, ServedModel } from "../contract.ts";
 import { findModel } from "../metadata/service.ts";
 import { HttpError, errorResponse, statusForCode } from "../http-error.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -9,9 +9,12 @@ import { decodeInferRequest } from "./decode-request.ts";
 import { encodeInferResponse } from "./encode-response.ts";
 import { checkEnvelope } from "./envelope.ts";
 
+/** Where each answered request is counted (the server's Metrics, or an HTTP thread's tally of it). */
+export type RequestCounter = Pick<Metrics, "requestDone">;
+
 export interface InferServiceOptions {
-  readonly registry: ModelRegistryView;
-  readonly metrics: Metrics;
+  readonly registry: Pick<ModelRegistryView, "getModel">;
+  readonly metrics: RequestCounter;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
 }
@@ -23,14 +26,27 @@ export interface InferServiceOptions {
 export class InferService {
   constructor(private readonly options: InferServiceOptions) {}
 
-  async handle(request: Request, modelName: string, version: string | undefined): Promise<Response> {
+  handle(request: Request, modelName: string, version: string | undefined): Promise<Response> {
+    return this.handleFor(request, modelName, version, () => findModel(this.options.registry, modelName, version));
+  }
+
+  /**
+   * The same, for a model the caller has already picked (an HTTP thread's replica, pinned for the
+   * whole request so that a swap meanwhile cannot change the model under it).
+   */
+  async handleFor(
+    request: Request,
+    modelName: string,
+    version: string | undefined,
+    pick: () => ServedModel,
+  ): Promise<Response> {
     const start = performance.now();
     let label = "_unknown";
     let id: string | undefined;
     let response: Response;
     let failure: string | undefined;
     try {
-      const model = findModel(this.options.registry, modelName, version);
+      const model = pick();
       label = model.name;
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
       const { maxBodyBytes } = this.options;

@@ -21,7 +21,7 @@ export function serverMetadata(registry: ModelRegistryView) {
 }
 
 /** A model by name and optional version, or NOT_FOUND naming which part is unknown. */
-export function findModel(registry: ModelRegistryView, name: string, version?: string): ServedModel {
+export function findModel(registry: Pick<ModelRegistryView, "getModel">, name: string, version?: string): ServedModel {
   const model = registry.getModel(name, version);
   if (model) return model;
   if (version !== undefined && registry.getModel(name)) {

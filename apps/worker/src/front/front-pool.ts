@@ -1,0 +1,209 @@
+import type { Logger } from "@xlaserve/core";
+import { XlaserveError } from "@xlaserve/core";
+import type { RequestCounter } from "@xlaserve/server";
+import type { ModelStats } from "@xlaserve/server/contract.ts";
+import type { BackendSpec } from "../backend-factory.ts";
+import type { FrontInit, FromFront, ReplicaSpec, ToFront } from "./protocol.ts";
+
+export interface FrontPoolOptions {
+  /** Extra HTTP threads to start (the main thread is the first one). */
+  readonly threads: number;
+  readonly host: string;
+  /** The port the main thread bound with SO_REUSEPORT. */
+  readonly port: number;
+  readonly maxBodyBytes: number;
+  readonly maxRequestBodySize: number;
+  readonly backend: BackendSpec | null;
+  /**
+   * Answers a relayed request: `infer` is set for the infer routes (answered by the infer service
+   * directly, as the main thread's own route table does), else the server app handles it.
+   */
+  readonly handle: (
+    request: Request,
+    infer: { model: string; version: string | undefined } | null,
+  ) => Promise<Response>;
+  readonly metrics: RequestCounter;
+  /** Adds a replica's statistics into its model's (matched by name and generation). */
+  readonly addStats: (name: string, generation: number, stats: ModelStats) => void;
+  readonly logger: Logger;
+  /** How long a thread may take to bind and start (default 30 s). */
+  readonly startTimeoutMs?: number;
+}
+
+interface Front {
+  readonly index: number;
+  readonly worker: Worker;
+  /** Resolves when the thread reported "stopped" (or died). */
+  readonly stopped: Promise<void>;
+}
+
+/** Per-thread counts since start, for the metadata's "xlaserve" field and the tests. */
+export interface FrontFigures {
+  readonly threads: number;
+  readonly answered: number[];
+  readonly relayed: number[];
+  readonly replicas: Record<string, { generation: number; threads: number; refused: string[] }>;
+}
+
+/**
+ * The main thread's side of the extra HTTP threads (front-thread.ts): starts them on the bound
+ * port, answers what they relay, applies their request tallies and statistics, hands them
+ * replicas of inline models and drops those on a swap or unload, and stops them on shutdown.
+ */
+export class FrontPool {
+  private readonly fronts: Front[] = [];
+  private readonly answered: number[];
+  private readonly relayed: number[];
+  private readonly replicaState = new Map<string, { generation: number; ready: Set<number>; refused: string[] }>();
+  private stopping: Promise<void> | null = null;
+
+  private constructor(private readonly options: FrontPoolOptions) {
+    this.answered = new Array(options.threads).fill(0);
+    this.relayed = new Array(options.threads).fill(0);
+  }
+
+  /** Starts every thread and waits until each listens; any failure stops them all and throws. */
+  static async start(options: FrontPoolOptions): Promise<FrontPool> {
+    const pool = new FrontPool(options);
+    try {
+      await Promise.all(Array.from({ length: options.threads }, (_, i) => pool.startOne(i + 1)));
+    } catch (err) {
+      await pool.stop();
+      throw err;
+    }
+    return pool;
+  }
+
+  private startOne(index: number): Promise<void> {
+    const worker = new Worker(new URL("./front-thread.ts", import.meta.url).href);
+    let markStopped = () => {};
+    const stopped = new Promise<void>((resolve) => {
+      markStopped = resolve;
+    });
+    this.fronts.push({ index, worker, stopped });
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new XlaserveError("INTERNAL", `HTTP thread ${index} did not start`)),
+        this.options.startTimeoutMs ?? 30_000,
+      );
+      worker.onmessage = (event: MessageEvent<FromFront>) => {
+        const m = event.data;
+        if (m.type === "ready") {
+          clearTimeout(timer);
+          resolve();
+        } else if (m.type === "failed") {
+          clearTimeout(timer);
+          reject(new XlaserveError("INTERNAL", `HTTP thread ${index} could not start: ${m.error}`));
+        } else if (m.type === "stopped") {
+          markStopped();
+        } else {
+          this.onMessage(index, m);
+        }
+      };
+      worker.onerror = (event) => {
+        clearTimeout(timer);
+        markStopped();
+        this.options.logger.error("HTTP thread failed", { thread: index, error: event.message });
+        reject(new XlaserveError("INTERNAL", `HTTP thread ${index} failed: ${event.message}`));
+      };
+    });
+    const { options } = this;
+    const init: FrontInit = {
+      type: "init",
+      index,
+      host: options.host,
+      port: options.port,
+      maxBodyBytes: options.maxBodyBytes,
+      maxRequestBodySize: options.maxRequestBodySize,
+      logLevel: options.logger.level,
+      backend: options.backend,
+    };
+    worker.postMessage(init);
+    return ready;
+  }
+
+  private onMessage(index: number, m: FromFront): void {
+    switch (m.type) {
+      case "relay":
+        void this.answerRelay(index, m);
+        return;
+      case "tally":
+        for (const t of m.requests) for (const s of t.seconds) this.options.metrics.requestDone(t.model, t.status, s);
+        for (const d of m.stats) this.options.addStats(d.name, d.generation, d.stats);
+        this.answered[index - 1] = (this.answered[index - 1] ?? 0) + m.answered;
+        this.relayed[index - 1] = (this.relayed[index - 1] ?? 0) + m.relayed;
+        return;
+      case "log": {
+        const { time: _time, level, msg, ...fields } = JSON.parse(m.line) as Record<string, unknown>;
+        const at = level === "debug" || level === "info" || level === "warn" ? level : "error";
+        this.options.logger[at](String(msg), fields);
+        return;
+      }
+      case "replica-ready":
+      case "replica-refused": {
+        const state = this.replicaState.get(m.name);
+        if (!state || state.generation !== m.generation) return;
+        if (m.type === "replica-ready") state.ready.add(index);
+        else state.refused.push(`thread ${index}: ${m.reason}`);
+        return;
+      }
+    }
+  }
+
+  private async answerRelay(index: number, m: Extract<FromFront, { type: "relay" }>): Promise<void> {
+    const front = this.fronts[index - 1];
+    let response: Response;
+    try {
+      response = await this.options.handle(
+        new Request(m.url, { method: m.method, headers: m.headers, body: m.body ?? undefined }),
+        m.infer,
+      );
+    } catch (err) {
+      response = Response.json({ error: `relayed request failed: ${(err as Error).message}` }, { status: 500 });
+    }
+    const body = await response.arrayBuffer();
+    const headers: [string, string][] = [];
+    response.headers.forEach((value, key) => {
+      headers.push([key, value]);
+    });
+    const answer: ToFront = { type: "relayed", id: m.id, status: response.status, headers, body };
+    front?.worker.postMessage(answer, [body]);
+  }
+
+  /** Hands every thread a replica of a model that runs inline (a newer generation replaces the older). */
+  publish(spec: ReplicaSpec): void {
+    if (this.stopping) return;
+    this.replicaState.set(spec.name, { generation: spec.generation, ready: new Set(), refused: [] });
+    const message: ToFront = { type: "replica", spec };
+    for (const f of this.fronts) f.worker.postMessage(message);
+  }
+
+  /** The model's version `generation` is retired: its requests go to the main thread from now on. */
+  drop(name: string, generation: number): void {
+    const state = this.replicaState.get(name);
+    if (state && state.generation <= generation) this.replicaState.delete(name);
+    const message: ToFront = { type: "drop", name, generation };
+    for (const f of this.fronts) f.worker.postMessage(message);
+  }
+
+  figures(): FrontFigures {
+    const replicas: FrontFigures["replicas"] = {};
+    for (const [name, s] of this.replicaState) {
+      replicas[name] = { generation: s.generation, threads: s.ready.size, refused: [...s.refused] };
+    }
+    return { threads: this.fronts.length, answered: [...this.answered], relayed: [...this.relayed], replicas };
+  }
+
+  /** Stops accepting on every thread, lets their requests finish, takes their last tallies. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      const stop: ToFront = { type: "stop" };
+      for (const f of this.fronts) f.worker.postMessage(stop);
+      await Promise.all(
+        this.fronts.map((f) => Promise.race([f.stopped, new Promise<void>((r) => setTimeout(r, 10_000))])),
+      );
+      for (const f of this.fronts) f.worker.terminate();
+    })();
+    return this.stopping;
+  }
+}

@@ -1,0 +1,197 @@
+import type { AbstractBackend, DeviceBuffer, Executable, HostTensor, TensorSpec } from "@xlaserve/core";
+import { XlaserveError } from "@xlaserve/core";
+import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
+import { chooseBatchSize, padAxis, sliceRange } from "../batching.ts";
+import { runSync, sameBytes } from "../inline-runs.ts";
+import type { ReplicaSpec } from "./protocol.ts";
+
+/** Runs a new replica does before it serves: the engine's code starts cold on a new thread. */
+const WARM_RUNS = 200;
+
+type Stat = { count: number; ns: number };
+type MutableStats = { -readonly [K in keyof ModelStats]: ModelStats[K] extends number ? number : Stat };
+const zeroStats = (): MutableStats => ({
+  inferenceCount: 0,
+  executionCount: 0,
+  lastInference: 0,
+  success: { count: 0, ns: 0 },
+  fail: { count: 0, ns: 0 },
+  queue: { count: 0, ns: 0 },
+  computeInput: { count: 0, ns: 0 },
+  computeInfer: { count: 0, ns: 0 },
+  computeOutput: { count: 0, ns: 0 },
+});
+
+/**
+ * A model that runs inline, rebuilt on one of the worker's extra HTTP threads: the same engine,
+ * the same serialized programs and a copy of the weights, so its answers are the engine thread's
+ * bytes (checked before it serves). Each run finishes before infer() returns, as an inline run
+ * on the main thread does. Its statistics go to the main thread's model (takeDelta).
+ */
+export class ReplicaModel implements ServedModel {
+  readonly name: string;
+  readonly version: string;
+  readonly generation: number;
+  readonly platform: string;
+  readonly inputs: readonly TensorSpec[];
+  readonly outputs: readonly TensorSpec[];
+  readonly compiledBatchSizes: readonly number[];
+  readonly maxBatchSize: number;
+  private delta = zeroStats();
+  private pins = 0;
+  private dropped = false;
+  private disposed = false;
+
+  private constructor(
+    spec: ReplicaSpec,
+    private readonly engine: AbstractBackend,
+    private readonly programs: ReadonlyMap<number, Executable>,
+    private readonly weights: readonly DeviceBuffer[],
+  ) {
+    this.name = spec.name;
+    this.version = spec.version;
+    this.generation = spec.generation;
+    this.platform = spec.platform;
+    this.inputs = spec.inputs;
+    this.outputs = spec.outputs;
+    this.compiledBatchSizes = [...spec.compiledBatchSizes].sort((a, b) => a - b);
+    this.maxBatchSize = Math.max(...this.compiledBatchSizes);
+  }
+
+  /**
+   * Loads the spec's programs and weights on `engine`, and checks each program's answer for zero
+   * inputs against the engine thread's, byte for byte; refuses (throws) on any difference.
+   */
+  static async create(engine: AbstractBackend, spec: ReplicaSpec): Promise<ReplicaModel> {
+    const weights: DeviceBuffer[] = [];
+    const programs = new Map<number, Executable>();
+    try {
+      for (const w of spec.weights) weights.push(await engine.upload(w));
+      for (const p of spec.programs) {
+        const local = await engine.deserialize(p.bytes, {});
+        programs.set(p.batchSize, local);
+        for (let i = 0; i < WARM_RUNS; i++) runSync(engine, local, p.referenceInputs, weights);
+        if (!sameBytes(runSync(engine, local, p.referenceInputs, weights), p.referenceOutputs)) {
+          throw new XlaserveError("INTERNAL", `the b${p.batchSize} program's answer differs from the engine thread's`);
+        }
+      }
+      for (const size of spec.compiledBatchSizes) {
+        if (!programs.has(size)) throw new XlaserveError("INTERNAL", `no program for batch size ${size}`);
+      }
+    } catch (err) {
+      for (const w of weights) w.dispose();
+      for (const p of programs.values()) p.dispose();
+      throw err;
+    }
+    return new ReplicaModel(spec, engine, programs, weights);
+  }
+
+  ready(): boolean {
+    return !this.disposed;
+  }
+
+  extra(): Record<string, unknown> {
+    return { generation: this.generation, replica: true };
+  }
+
+  async infer(request: InferRequest): Promise<Map<string, HostTensor>> {
+    const t0 = Bun.nanoseconds();
+    const d = this.delta;
+    try {
+      if (this.disposed) throw new XlaserveError("UNAVAILABLE", `model "${this.name}" is not loaded here`);
+      const out = this.run(request.inputs);
+      const ns = Bun.nanoseconds() - t0;
+      d.success.count++;
+      d.success.ns += ns;
+      d.lastInference = Date.now();
+      return out;
+    } catch (err) {
+      d.fail.count++;
+      d.fail.ns += Bun.nanoseconds() - t0;
+      throw err;
+    }
+  }
+
+  /** Pads the batch up to the next compiled size, runs, and cuts the padding off the outputs. */
+  private run(inputs: ReadonlyMap<string, HostTensor>): Map<string, HostTensor> {
+    const d = this.delta;
+    let batch: number | null = null;
+    for (const spec of this.inputs) {
+      if (spec.batchAxis === null) continue;
+      batch = inputs.get(spec.name)?.shape[spec.batchAxis] ?? null;
+      if (batch !== null) break;
+    }
+    const size =
+      batch === null ? (this.compiledBatchSizes[0] as number) : chooseBatchSize(this.compiledBatchSizes, batch);
+    const program = size === undefined ? undefined : this.programs.get(size);
+    if (size === undefined || !program) {
+      throw new XlaserveError(
+        "INVALID_ARGUMENT",
+        `model "${this.name}": batch ${batch} exceeds the largest compiled batch size ${this.maxBatchSize}`,
+      );
+    }
+    const tIn = Bun.nanoseconds();
+    const args = this.inputs.map((spec) => {
+      const t = inputs.get(spec.name);
+      if (!t) throw new XlaserveError("INVALID_ARGUMENT", `model "${this.name}": missing input "${spec.name}"`);
+      return spec.batchAxis === null || batch === null ? t : padAxis(t, spec.batchAxis, size);
+    });
+    const tRun = Bun.nanoseconds();
+    const results = runSync(this.engine, program, args, this.weights);
+    const tOut = Bun.nanoseconds();
+    const out = new Map<string, HostTensor>();
+    this.outputs.forEach((spec, o) => {
+      const host = results[o] as HostTensor;
+      out.set(
+        spec.name,
+        spec.batchAxis === null || batch === null || batch === size ? host : sliceRange(host, spec.batchAxis, 0, batch),
+      );
+    });
+    const tEnd = Bun.nanoseconds();
+    d.inferenceCount += batch ?? 1;
+    d.executionCount++;
+    d.queue.count++;
+    d.computeInput.count++;
+    d.computeInput.ns += tRun - tIn;
+    d.computeInfer.count++;
+    d.computeInfer.ns += tOut - tRun;
+    d.computeOutput.count++;
+    d.computeOutput.ns += tEnd - tOut;
+    return out;
+  }
+
+  stats(): ModelStats {
+    // Figures live on the main thread's model; this thread only reports deltas (takeDelta).
+    return zeroStats();
+  }
+
+  /** Statistics since the last call, or null when nothing happened. */
+  takeDelta(): ModelStats | null {
+    const d = this.delta;
+    if (d.success.count === 0 && d.fail.count === 0) return null;
+    this.delta = zeroStats();
+    return d;
+  }
+
+  /** Holds the replica for one request: dropping it then waits until the request is done. */
+  pin(): void {
+    this.pins++;
+  }
+
+  unpin(): void {
+    if (--this.pins === 0 && this.dropped) this.dispose();
+  }
+
+  /** No new requests; freed once the pinned ones are done. */
+  drop(): void {
+    this.dropped = true;
+    if (this.pins === 0) this.dispose();
+  }
+
+  private dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const w of this.weights) w.dispose();
+    for (const p of this.programs.values()) p.dispose();
+  }
+}

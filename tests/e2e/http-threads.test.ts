@@ -1,0 +1,257 @@
+/**
+ * Several HTTP threads on one port (config server.httpThreads, apps/worker/src/front/): over real
+ * HTTP on the real CPU engine, with a fresh connection per request so the kernel spreads them over
+ * every thread. Each thread answers the MLP itself once it runs inline, with the engine thread's
+ * bytes; every other request is relayed to the main thread and answered as it would be there;
+ * metrics and statistics count each request once; a reload and an unload reach every thread; stop
+ * closes the port on all of them.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { HostTensor } from "@xlaserve/core";
+import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
+import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model.ts";
+import {
+  type TempRepo,
+  collectLogs,
+  f32BinaryBody,
+  f32JsonBody,
+  makeRepo,
+  readReference,
+  scaleWeights,
+  waitFor,
+} from "./helpers.ts";
+
+const TOKEN = "http-threads-test";
+let repo: TempRepo;
+let worker: StartedWorker;
+const logs = collectLogs();
+/** MLP requests sent so far (every one must be counted once in the metrics and statistics). */
+let sent = 0;
+
+beforeAll(async () => {
+  repo = makeRepo(["mlp"]);
+  worker = await startWorker({
+    env: {},
+    repository: repo.repository,
+    port: 0,
+    logger: logs.logger,
+    // Well above the MLP's run even on a busy test machine, so that its programs qualify for sure.
+    inlineMaxUs: 5000,
+    config: {
+      engine: "reactant",
+      cache: { stateDir: repo.stateDir },
+      repository: { dynamic: true, pollIntervalMs: 50 },
+      server: { httpThreads: 3, authToken: TOKEN },
+    },
+  });
+}, 300_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  repo?.cleanup();
+});
+
+const mlpInputs = (): Map<string, HostTensor> => readReference("mlp").get(1)?.inputs ?? new Map();
+
+const jsonBody = (): string => f32JsonBody(mlpInputs());
+const binaryBody = () => f32BinaryBody(mlpInputs());
+
+/** One request on a connection of its own (keepalive off), so that any thread may take it. */
+async function fresh(path: string, init: RequestInit = {}): Promise<{ status: number; bytes: Uint8Array }> {
+  const res = await fetch(`${worker.url}${path}`, { ...init, keepalive: false });
+  return { status: res.status, bytes: new Uint8Array(await res.arrayBuffer()) };
+}
+
+async function inferJsonFresh(): Promise<{ status: number; bytes: Uint8Array }> {
+  sent++;
+  return fresh("/v2/models/mlp/infer", { method: "POST", body: jsonBody() });
+}
+
+async function inferBinaryFresh(): Promise<{ status: number; bytes: Uint8Array }> {
+  const { body, headerLength } = binaryBody();
+  sent++;
+  return fresh("/v2/models/mlp/infer", {
+    method: "POST",
+    body,
+    headers: { "inference-header-content-length": String(headerLength) },
+  });
+}
+
+/** `n` calls of `fn`, `width` at a time. */
+async function many<T>(n: number, width: number, fn: () => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) {
+        next++;
+        out.push(await fn());
+      }
+    }),
+  );
+  return out;
+}
+
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && a.every((x, i) => x === b[i]);
+
+async function replicasReady(generation: number): Promise<void> {
+  await waitFor(async () => {
+    // Requests make the model due for inline runs; the replicas follow.
+    await inferJsonFresh();
+    const r = worker.fronts?.figures().replicas.mlp;
+    return r && r.generation === generation && r.threads === 2 ? true : null;
+  }, 60_000);
+}
+
+describe("several HTTP threads on one port", () => {
+  let reference: { json: Uint8Array; binary: Uint8Array };
+
+  test("every thread answers the MLP with the engine thread's bytes, JSON and binary", async () => {
+    // Before any replica exists every answer comes from the main thread's engine.
+    const json = await inferJsonFresh();
+    const binary = await inferBinaryFresh();
+    expect(json.status).toBe(200);
+    expect(binary.status).toBe(200);
+    reference = { json: json.bytes, binary: binary.bytes };
+    await many(INLINE_AFTER_REQUESTS, 8, inferJsonFresh);
+    await replicasReady(1);
+    const before = worker.fronts?.figures().answered ?? [];
+    const answers = [...(await many(150, 12, inferJsonFresh)), ...(await many(150, 12, inferBinaryFresh))];
+    await Bun.sleep(300); // the threads report every 100 ms
+    const after = worker.fronts?.figures().answered ?? [];
+    for (const a of answers) expect(a.status).toBe(200);
+    expect(answers.slice(0, 150).every((a) => sameBytes(a.bytes, reference.json))).toBe(true);
+    expect(answers.slice(150).every((a) => sameBytes(a.bytes, reference.binary))).toBe(true);
+    // 300 connections over three sockets: each extra thread took and answered some itself.
+    expect(after.length).toBe(2);
+    for (const [i, n] of after.entries()) expect(n - (before[i] ?? 0)).toBeGreaterThan(0);
+  }, 120_000);
+
+  test("metrics and statistics count every request once, whichever thread answered it", async () => {
+    await Bun.sleep(300);
+    const metrics = text((await fresh("/metrics")).bytes);
+    const line = metrics.split("\n").find((l) => l.startsWith('worker_requests_total{model="mlp",status="200"}'));
+    expect(Number(line?.split(" ").at(-1))).toBe(sent);
+    const stats = JSON.parse(text((await fresh("/v2/models/mlp/stats")).bytes)) as {
+      model_stats: { inference_count: number; inference_stats: { success: { count: number } } }[];
+    };
+    expect(stats.model_stats[0]?.inference_count).toBe(sent);
+    expect(stats.model_stats[0]?.inference_stats.success.count).toBe(sent);
+  });
+
+  test("other routes and bad requests get the main thread's answers on every connection", async () => {
+    const cases: Array<[string, RequestInit, number]> = [
+      ["/v2", {}, 200],
+      ["/v2/health/live", {}, 200],
+      ["/v2/health/ready", {}, 200],
+      ["/v2/models/mlp", {}, 200],
+      ["/v2/models/mlp/ready", {}, 200],
+      ["/v2/models/nope/infer", { method: "POST", body: jsonBody() }, 404],
+      ["/v2/models/mlp/versions/7/infer", { method: "POST", body: jsonBody() }, 404],
+      ["/v2/models/mlp/infer", { method: "POST", body: "{not json" }, 400],
+      ["/v2/models/mlp/infer", { method: "POST", body: '{"inputs":[]}' }, 400],
+      ["/v2/repository/index", { method: "POST", body: "{}" }, 200],
+      ["/v2/repository/models/mlp/unload", { method: "POST" }, 401],
+    ];
+    for (const [path, init, status] of cases) {
+      const answers = await many(24, 8, () => fresh(path, init));
+      for (const a of answers) expect(a.status).toBe(status);
+      const first = text(answers[0]?.bytes ?? new Uint8Array());
+      if (status >= 400) expect(JSON.parse(first).error).toBeString();
+      // Stable answers are the same bytes whichever thread took the connection.
+      if (!path.includes("/health") && path !== "/v2/repository/index") {
+        for (const a of answers) expect(text(a.bytes)).toBe(first);
+      }
+    }
+  }, 60_000);
+
+  test("a reload reaches every thread with no failed request; the new version is replicated again", async () => {
+    const old = reference.json;
+    let stop = false;
+    const failures: string[] = [];
+    const clients = [0, 1, 2, 3].map(async () => {
+      while (!stop) {
+        const a = await inferJsonFresh();
+        if (a.status !== 200) failures.push(`${a.status} ${text(a.bytes)}`);
+      }
+    });
+    await Bun.sleep(100);
+    scaleWeights(join(repo.repository, "mlp"), 5);
+    // Every connection, whichever thread takes it, switches to the new version.
+    await waitFor(async () => {
+      const answers = await many(24, 8, inferJsonFresh);
+      return answers.every((a) => a.status === 200 && !sameBytes(a.bytes, old)) ? true : null;
+    }, 120_000);
+    stop = true;
+    await Promise.all(clients);
+    expect(failures).toEqual([]);
+    await replicasReady(2);
+    const now = await many(48, 8, inferJsonFresh);
+    const first = now[0]?.bytes ?? new Uint8Array();
+    expect(now.every((a) => a.status === 200 && sameBytes(a.bytes, first) && !sameBytes(a.bytes, old))).toBe(true);
+  }, 180_000);
+
+  test("an unload reaches every thread: 404 on every connection", async () => {
+    const res = await fetch(`${worker.url}/v2/repository/models/mlp/unload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(res.status).toBe(200);
+    const answers = await many(30, 8, () => fresh("/v2/models/mlp/infer", { method: "POST", body: jsonBody() }));
+    for (const a of answers) {
+      expect(a.status).toBe(404);
+      expect(text(a.bytes)).toContain("mlp");
+    }
+  });
+
+  test("stop closes the port on every thread", async () => {
+    const url = worker.url;
+    await worker.stop();
+    const refused = await many(12, 4, async () => {
+      try {
+        await fetch(`${url}/v2/health/live`, { keepalive: false });
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(refused.every(Boolean)).toBe(true);
+  });
+});
+
+describe("several HTTP threads without an engine they can host", () => {
+  test("they relay every request, and the answers are the main thread's", async () => {
+    const other = makeRepo(["mlp"]);
+    const w = await startWorker({
+      env: {},
+      repository: other.repository,
+      port: 0,
+      logger: logs.logger,
+      engineThread: false,
+      config: {
+        engine: "reactant",
+        cache: { stateDir: other.stateDir },
+        repository: { dynamic: false },
+        server: { httpThreads: 2 },
+      },
+    });
+    try {
+      const body = jsonBody();
+      const answers = await many(60, 8, async () => {
+        const res = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body, keepalive: false });
+        return { status: res.status, text: await res.text() };
+      });
+      expect(answers.every((a) => a.status === 200 && a.text === answers[0]?.text)).toBe(true);
+      await Bun.sleep(300);
+      const f = w.fronts?.figures();
+      expect(f?.answered).toEqual([0]);
+      expect(f?.relayed[0]).toBeGreaterThan(0);
+      expect(logs.lines.some((l) => String(l.msg).includes("relay every request"))).toBe(true);
+    } finally {
+      await w.stop();
+      other.cleanup();
+    }
+  }, 120_000);
+});
