@@ -541,7 +541,13 @@ async function startMalformedTarget(maxBodyBytes: number): Promise<MalformedTarg
     port: 0,
     env: {},
     logger: createLogger({ level: "error" }),
-    config: { server: { maxBodyBytes }, cache: { stateDir: join(root, "state") }, repository: { dynamic: false } },
+    config: {
+      // The CPU engine on any host (engine auto would pick PJRT where a plugin loads), as startCpuWorker does.
+      engine: "reactant",
+      server: { maxBodyBytes },
+      cache: { stateDir: join(root, "state") },
+      repository: { dynamic: false },
+    },
   });
   return {
     url: worker.url,
