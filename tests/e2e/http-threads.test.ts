@@ -7,6 +7,7 @@
  * closes the port on all of them.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { renameSync } from "node:fs";
 import { join } from "node:path";
 import type { HostTensor } from "@xlaserve/core";
 import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
@@ -130,10 +131,15 @@ describe("several HTTP threads on one port", () => {
   }, 120_000);
 
   test("metrics and statistics count every request once, whichever thread answered it", async () => {
-    await Bun.sleep(300);
-    const metrics = text((await fresh("/metrics")).bytes);
-    const line = metrics.split("\n").find((l) => l.startsWith('worker_requests_total{model="mlp",status="200"}'));
-    expect(Number(line?.split(" ").at(-1))).toBe(sent);
+    // The threads report every 100 ms: wait until the count has caught up, then check it exactly.
+    const counted = async () => {
+      const metrics = text((await fresh("/metrics")).bytes);
+      const line = metrics.split("\n").find((l) => l.startsWith('worker_requests_total{model="mlp",status="200"}'));
+      return Number(line?.split(" ").at(-1));
+    };
+    await waitFor(async () => ((await counted()) >= sent ? true : null), 10_000);
+    await Bun.sleep(250);
+    expect(await counted()).toBe(sent);
     const stats = JSON.parse(text((await fresh("/v2/models/mlp/stats")).bytes)) as {
       model_stats: { inference_count: number; inference_stats: { success: { count: number } } }[];
     };
@@ -192,6 +198,20 @@ describe("several HTTP threads on one port", () => {
     const first = now[0]?.bytes ?? new Uint8Array();
     expect(now.every((a) => a.status === 200 && sameBytes(a.bytes, first) && !sameBytes(a.bytes, old))).toBe(true);
   }, 180_000);
+
+  test("a renamed bundle is served under its new name only, on every thread", async () => {
+    const before = (await inferJsonFresh()).bytes;
+    renameSync(join(repo.repository, "mlp"), join(repo.repository, "mlp2"));
+    await waitFor(async () => ((await fresh("/v2/models/mlp2/ready")).status === 200 ? true : null), 60_000);
+    const old = await many(30, 8, () => fresh("/v2/models/mlp/infer", { method: "POST", body: jsonBody() }));
+    for (const a of old) expect(a.status).toBe(404);
+    const now = await many(30, 8, () => fresh("/v2/models/mlp2/infer", { method: "POST", body: jsonBody() }));
+    // The same model, answering under its new name (the name is part of the answer's text).
+    const renamed = text(before).replace('"model_name":"mlp"', '"model_name":"mlp2"');
+    for (const a of now) expect(text(a.bytes)).toBe(renamed);
+    renameSync(join(repo.repository, "mlp2"), join(repo.repository, "mlp"));
+    await waitFor(async () => ((await fresh("/v2/models/mlp/ready")).status === 200 ? true : null), 60_000);
+  }, 120_000);
 
   test("an unload reaches every thread: 404 on every connection", async () => {
     const res = await fetch(`${worker.url}/v2/repository/models/mlp/unload`, {
@@ -252,6 +272,33 @@ describe("several HTTP threads without an engine they can host", () => {
     } finally {
       await w.stop();
       other.cleanup();
+    }
+  }, 120_000);
+});
+
+describe("several HTTP threads and a port already in use", () => {
+  test("the worker refuses to start instead of sharing the port with another server", async () => {
+    const other = Bun.serve({ hostname: "127.0.0.1", port: 0, reusePort: true, fetch: () => new Response("other") });
+    const r = makeRepo(["mlp"]);
+    try {
+      await expect(
+        startWorker({
+          env: {},
+          repository: r.repository,
+          port: other.port as number,
+          logger: logs.logger,
+          config: {
+            engine: "reactant",
+            cache: { stateDir: r.stateDir },
+            repository: { dynamic: false },
+            server: { httpThreads: 2 },
+          },
+        }),
+      ).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+/);
+      expect(await (await fetch(`http://127.0.0.1:${other.port}/`)).text()).toBe("other");
+    } finally {
+      other.stop(true);
+      r.cleanup();
     }
   }, 120_000);
 });

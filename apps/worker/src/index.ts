@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { AbstractBackend, Logger } from "@xlaserve/core";
-import { createLogger } from "@xlaserve/core";
+import { XlaserveError, createLogger } from "@xlaserve/core";
 import { loadConfig, validateConfig } from "@xlaserve/core/config/load.ts";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
@@ -314,11 +314,13 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     config: { maxBodyBytes: config.server.maxBodyBytes, authToken: config.server.authToken },
     metrics,
   });
-  const httpThreads = config.server.httpThreads;
+  const httpThreads = httpThreadsFor(config, log);
   let server: RunningServer;
   let fronts: FrontPool | null = null;
   let bound: RunningServer | null = null;
   try {
+    // SO_REUSEPORT would let this bind share a port another server holds: check it is free first.
+    if (httpThreads > 1 && config.server.port !== 0) assertPortFree(config.server.host, config.server.port);
     server = startServer(app, { host: config.server.host, port: config.server.port, reusePort: httpThreads > 1 });
     bound = server;
     if (httpThreads > 1) {
@@ -381,6 +383,34 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   }
 
   return { url: server.url, registry, config, engine, metrics, watcher, backend, logger, fronts, stop };
+}
+
+/**
+ * The HTTP threads to run: SO_REUSEPORT spreads connections over sockets on Linux only (elsewhere
+ * the last socket bound tends to get them all), so other systems get one.
+ */
+function httpThreadsFor(config: Config, log: Logger): number {
+  const asked = config.server.httpThreads;
+  if (asked > 1 && process.platform !== "linux") {
+    log.warn("server.httpThreads needs Linux (SO_REUSEPORT load balancing); serving on one thread", {
+      asked,
+      platform: process.platform,
+    });
+    return 1;
+  }
+  return asked;
+}
+
+/** Throws a clear error when something already listens on host:port. */
+function assertPortFree(host: string, port: number): void {
+  try {
+    Bun.serve({ hostname: host, port, fetch: () => new Response(null, { status: 503 }) }).stop(true);
+  } catch (err) {
+    throw new XlaserveError(
+      "CONFIG_INVALID",
+      `cannot listen on ${host}:${port}: ${(err as Error).message} (is another server using the port?)`,
+    );
+  }
 }
 
 /**

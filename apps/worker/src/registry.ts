@@ -26,6 +26,8 @@ import { WeightManager } from "./weights.ts";
 export interface ReplicaHost {
   publish(spec: ReplicaSpec): void;
   drop(name: string, generation: number): void;
+  /** Resolves once every thread has handled every message sent to it so far. */
+  sync(): Promise<void>;
 }
 
 export interface RegistryOptions {
@@ -314,6 +316,8 @@ export class ModelRegistry implements ModelRegistryView {
     await this.enqueue(slot, async () => {
       const model = slot.current;
       if (!model || this.slots.get(to)?.current) return;
+      // The other HTTP threads hold the model by name: take it back first, hand it out again after.
+      this.replicaHost?.drop(from, model.generation);
       model.name = to;
       this.slots.delete(from);
       this.slots.set(to, {
@@ -326,6 +330,9 @@ export class ModelRegistry implements ModelRegistryView {
         attempted: slot.attempted,
       });
       done = true;
+      const verdicts = this.inlineVerdicts.get(model);
+      if (verdicts) void this.publishReplica(model, verdicts);
+      await this.replicaHost?.sync();
       this.log.info("model renamed", { model: to, from, dir, recompiled: false });
     });
     return done;
@@ -722,6 +729,8 @@ export class ModelRegistry implements ModelRegistryView {
     slot.state = "UNLOADING";
     slot.current = null;
     old.retire(null);
+    // Unloaded means unloaded on every HTTP thread too: their copies are dropped before this returns.
+    await this.replicaHost?.sync();
     await old.drain();
     old.dispose();
     slot.state = "UNAVAILABLE";

@@ -35,6 +35,8 @@ interface Front {
   readonly worker: Worker;
   /** Resolves when the thread reported "stopped" (or died). */
   readonly stopped: Promise<void>;
+  /** Set when the thread died: nothing is sent to it any more. */
+  dead: boolean;
 }
 
 /** Per-thread counts since start, for the metadata's "xlaserve" field and the tests. */
@@ -56,6 +58,10 @@ export class FrontPool {
   private readonly relayed: number[];
   private readonly replicaState = new Map<string, { generation: number; ready: Set<number>; refused: string[] }>();
   private stopping: Promise<void> | null = null;
+  /** Relayed requests being answered, by thread and id (aborted when their client goes away). */
+  private readonly answering = new Map<string, AbortController>();
+  private readonly syncs = new Map<number, { left: number; resolve: () => void }>();
+  private nextSync = 1;
 
   private constructor(private readonly options: FrontPoolOptions) {
     this.answered = new Array(options.threads).fill(0);
@@ -80,7 +86,8 @@ export class FrontPool {
     const stopped = new Promise<void>((resolve) => {
       markStopped = resolve;
     });
-    this.fronts.push({ index, worker, stopped });
+    const front: Front = { index, worker, stopped, dead: false };
+    this.fronts.push(front);
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new XlaserveError("INTERNAL", `HTTP thread ${index} did not start`)),
@@ -102,8 +109,11 @@ export class FrontPool {
       };
       worker.onerror = (event) => {
         clearTimeout(timer);
+        front.dead = true;
         markStopped();
-        this.options.logger.error("HTTP thread failed", { thread: index, error: event.message });
+        // Its socket went with it: the kernel sends new connections to the other threads.
+        this.options.logger.error("HTTP thread failed; the others go on", { thread: index, error: event.message });
+        for (const [id, s] of this.syncs) this.synced(id, s);
         reject(new XlaserveError("INTERNAL", `HTTP thread ${index} failed: ${event.message}`));
       };
     });
@@ -127,6 +137,14 @@ export class FrontPool {
       case "relay":
         void this.answerRelay(index, m);
         return;
+      case "relay-aborted":
+        this.answering.get(`${index}:${m.id}`)?.abort();
+        return;
+      case "synced": {
+        const s = this.syncs.get(m.id);
+        if (s) this.synced(m.id, s);
+        return;
+      }
       case "tally":
         for (const t of m.requests) for (const s of t.seconds) this.options.metrics.requestDone(t.model, t.status, s);
         for (const d of m.stats) this.options.addStats(d.name, d.generation, d.stats);
@@ -152,38 +170,66 @@ export class FrontPool {
 
   private async answerRelay(index: number, m: Extract<FromFront, { type: "relay" }>): Promise<void> {
     const front = this.fronts[index - 1];
-    let response: Response;
+    const key = `${index}:${m.id}`;
+    const abort = new AbortController();
+    this.answering.set(key, abort);
+    let answer: ToFront;
     try {
-      response = await this.options.handle(
-        new Request(m.url, { method: m.method, headers: m.headers, body: m.body ?? undefined }),
+      const response = await this.options.handle(
+        new Request(m.url, { method: m.method, headers: m.headers, body: m.body ?? undefined, signal: abort.signal }),
         m.infer,
       );
+      const body = await response.arrayBuffer();
+      const headers: [string, string][] = [];
+      response.headers.forEach((value, key) => {
+        headers.push([key, value]);
+      });
+      answer = { type: "relayed", id: m.id, status: response.status, headers, body };
     } catch (err) {
-      response = Response.json({ error: `relayed request failed: ${(err as Error).message}` }, { status: 500 });
+      const body = new TextEncoder().encode(
+        JSON.stringify({ error: `relayed request failed: ${(err as Error)?.message ?? err}` }),
+      ).buffer as ArrayBuffer;
+      answer = { type: "relayed", id: m.id, status: 500, headers: [["content-type", "application/json"]], body };
+    } finally {
+      this.answering.delete(key);
     }
-    const body = await response.arrayBuffer();
-    const headers: [string, string][] = [];
-    response.headers.forEach((value, key) => {
-      headers.push([key, value]);
-    });
-    const answer: ToFront = { type: "relayed", id: m.id, status: response.status, headers, body };
-    front?.worker.postMessage(answer, [body]);
+    // Every relayed request gets an answer, or the thread's client would wait forever.
+    if (front && !front.dead) front.worker.postMessage(answer, [answer.body]);
   }
 
   /** Hands every thread a replica of a model that runs inline (a newer generation replaces the older). */
   publish(spec: ReplicaSpec): void {
     if (this.stopping) return;
     this.replicaState.set(spec.name, { generation: spec.generation, ready: new Set(), refused: [] });
-    const message: ToFront = { type: "replica", spec };
-    for (const f of this.fronts) f.worker.postMessage(message);
+    this.post({ type: "replica", spec });
   }
 
   /** The model's version `generation` is retired: its requests go to the main thread from now on. */
   drop(name: string, generation: number): void {
     const state = this.replicaState.get(name);
     if (state && state.generation <= generation) this.replicaState.delete(name);
-    const message: ToFront = { type: "drop", name, generation };
-    for (const f of this.fronts) f.worker.postMessage(message);
+    this.post({ type: "drop", name, generation });
+  }
+
+  /** Resolves once every live thread has handled everything sent to it before this call. */
+  sync(): Promise<void> {
+    const live = this.fronts.filter((f) => !f.dead);
+    if (live.length === 0 || this.stopping) return Promise.resolve();
+    const id = this.nextSync++;
+    return new Promise<void>((resolve) => {
+      this.syncs.set(id, { left: live.length, resolve });
+      this.post({ type: "sync", id });
+    });
+  }
+
+  private synced(id: number, s: { left: number; resolve: () => void }): void {
+    if (--s.left > 0 && this.fronts.some((f) => !f.dead)) return;
+    this.syncs.delete(id);
+    s.resolve();
+  }
+
+  private post(message: ToFront): void {
+    for (const f of this.fronts) if (!f.dead) f.worker.postMessage(message);
   }
 
   figures(): FrontFigures {
@@ -191,18 +237,30 @@ export class FrontPool {
     for (const [name, s] of this.replicaState) {
       replicas[name] = { generation: s.generation, threads: s.ready.size, refused: [...s.refused] };
     }
-    return { threads: this.fronts.length, answered: [...this.answered], relayed: [...this.relayed], replicas };
+    return {
+      threads: this.fronts.filter((f) => !f.dead).length,
+      answered: [...this.answered],
+      relayed: [...this.relayed],
+      replicas,
+    };
   }
 
   /** Stops accepting on every thread, lets their requests finish, takes their last tallies. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      const stop: ToFront = { type: "stop" };
-      for (const f of this.fronts) f.worker.postMessage(stop);
-      await Promise.all(
-        this.fronts.map((f) => Promise.race([f.stopped, new Promise<void>((r) => setTimeout(r, 10_000))])),
-      );
+      this.post({ type: "stop" });
+      // A thread that does not answer within 10 s is terminated anyway.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 10_000);
+      });
+      await Promise.race([Promise.all(this.fronts.map((f) => f.stopped)), late]);
+      clearTimeout(timer);
       for (const f of this.fronts) f.worker.terminate();
+      for (const [id, s] of this.syncs) {
+        this.syncs.delete(id);
+        s.resolve();
+      }
     })();
     return this.stopping;
   }

@@ -7,6 +7,7 @@
 import type { AbstractBackend, LogLevel, Logger } from "@xlaserve/core";
 import { asXlaserveError, createLogger } from "@xlaserve/core";
 import { InferService } from "@xlaserve/server";
+import { errorResponse } from "@xlaserve/server/http-error.ts";
 import { INFER_PATH, INFER_VERSION_PATH } from "@xlaserve/server/infer/controller.ts";
 import type { BunRequest, Server } from "bun";
 import { createFromSpec } from "../backend-factory.ts";
@@ -66,10 +67,22 @@ function flushTally(): void {
 
 /** The request as it came, answered by the main thread. */
 async function relay(request: Request, infer: { model: string; version: string | undefined } | null = null) {
+  // The main thread checks Content-Length before reading a body; so does this thread before
+  // taking one in to send it on.
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  if (infer && init && declared > init.maxBodyBytes) {
+    // Labelled as the main thread labels it: a model name only when it is one this thread knows.
+    counter.requestDone(replicas.has(infer.model) ? infer.model : "_unknown", "413", 0);
+    return errorResponse(413, `request body of ${declared} bytes exceeds the limit of ${init.maxBodyBytes} bytes`);
+  }
   const body = request.method === "GET" || request.method === "HEAD" ? null : await request.arrayBuffer();
   const id = nextRelay++;
   relayed++;
   const answer = new Promise<Response>((resolve) => relays.set(id, resolve));
+  // A client that goes away stops its request on the main thread too (a queued run is dropped).
+  request.signal.addEventListener("abort", () => {
+    if (relays.has(id)) send({ type: "relay-aborted", id });
+  });
   const headers: [string, string][] = [];
   request.headers.forEach((value, key) => {
     headers.push([key, value]);
@@ -188,6 +201,9 @@ self.onmessage = (event: MessageEvent<ToFront>) => {
           }
           return;
         }
+        case "sync":
+          send({ type: "synced", id: message.id });
+          return;
         case "stop":
           await stop();
           return;

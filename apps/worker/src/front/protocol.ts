@@ -19,15 +19,18 @@ export interface ReplicaSpec {
   readonly inputs: readonly TensorSpec[];
   readonly outputs: readonly TensorSpec[];
   readonly compiledBatchSizes: readonly number[];
-  /** One program per compiled batch size, with the engine thread's answer for zero inputs. */
+  /** A thread refuses the replica when its copy's median run (after a warm-up) is longer. */
+  readonly maxRunUs: number;
+  /** Every program once, with the compiled batch sizes it serves and the engine thread's answer for zero inputs. */
   readonly programs: readonly ReplicaProgram[];
   readonly weights: readonly HostTensor[];
 }
 
 export interface ReplicaProgram {
-  readonly batchSize: number;
+  readonly batchSizes: readonly number[];
   /** The engine's serialized program. */
   readonly bytes: Uint8Array;
+  /** Zeros at the largest of its batch sizes, and the engine thread's answer for them. */
   readonly referenceInputs: readonly HostTensor[];
   readonly referenceOutputs: readonly HostTensor[];
 }
@@ -49,6 +52,8 @@ export type ToFront =
   | FrontInit
   | { readonly type: "replica"; readonly spec: ReplicaSpec }
   | { readonly type: "drop"; readonly name: string; readonly generation: number }
+  /** Answered with "synced" once every message before it is handled. */
+  | { readonly type: "sync"; readonly id: number }
   | {
       readonly type: "relayed";
       readonly id: number;
@@ -74,6 +79,9 @@ export interface StatsDelta {
 
 export type FromFront =
   | { readonly type: "ready" }
+  | { readonly type: "synced"; readonly id: number }
+  /** The client of relayed request `id` went away: the main thread aborts its handling. */
+  | { readonly type: "relay-aborted"; readonly id: number }
   | { readonly type: "failed"; readonly error: string }
   | { readonly type: "replica-ready"; readonly name: string; readonly generation: number }
   | { readonly type: "replica-refused"; readonly name: string; readonly generation: number; readonly reason: string }

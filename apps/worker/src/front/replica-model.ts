@@ -5,8 +5,15 @@ import { chooseBatchSize, padAxis, sliceRange } from "../batching.ts";
 import { runSync, sameBytes } from "../inline-runs.ts";
 import type { ReplicaSpec } from "./protocol.ts";
 
-/** Runs a new replica does before it serves: the engine's code starts cold on a new thread. */
+/**
+ * A new replica's warm-up before it serves (the engine's code starts cold on a new thread): runs
+ * until WARM_RUNS are done or WARM_BUDGET_MS is spent; its median run over the last TIMED_RUNS
+ * must be within the spec's maxRunUs, and a program that does not get through TIMED_RUNS runs in
+ * the budget is refused (it would hold the thread too long per request anyway).
+ */
 const WARM_RUNS = 200;
+const WARM_BUDGET_MS = 100;
+const TIMED_RUNS = 64;
 
 type Stat = { count: number; ns: number };
 type MutableStats = { -readonly [K in keyof ModelStats]: ModelStats[K] extends number ? number : Stat };
@@ -46,6 +53,7 @@ export class ReplicaModel implements ServedModel {
     spec: ReplicaSpec,
     private readonly engine: AbstractBackend,
     private readonly programs: ReadonlyMap<number, Executable>,
+    private readonly locals: readonly Executable[],
     private readonly weights: readonly DeviceBuffer[],
   ) {
     this.name = spec.name;
@@ -64,15 +72,24 @@ export class ReplicaModel implements ServedModel {
    */
   static async create(engine: AbstractBackend, spec: ReplicaSpec): Promise<ReplicaModel> {
     const weights: DeviceBuffer[] = [];
+    const locals: Executable[] = [];
     const programs = new Map<number, Executable>();
     try {
       for (const w of spec.weights) weights.push(await engine.upload(w));
       for (const p of spec.programs) {
         const local = await engine.deserialize(p.bytes, {});
-        programs.set(p.batchSize, local);
-        for (let i = 0; i < WARM_RUNS; i++) runSync(engine, local, p.referenceInputs, weights);
+        locals.push(local);
+        for (const size of p.batchSizes) programs.set(size, local);
+        const label = `b${Math.max(...p.batchSizes)}`;
+        const us = warmUp(engine, local, p.referenceInputs, weights);
+        if (us > spec.maxRunUs) {
+          throw new XlaserveError(
+            "INTERNAL",
+            `its ${label} run takes ${Math.round(us)} us here (over ${spec.maxRunUs})`,
+          );
+        }
         if (!sameBytes(runSync(engine, local, p.referenceInputs, weights), p.referenceOutputs)) {
-          throw new XlaserveError("INTERNAL", `the b${p.batchSize} program's answer differs from the engine thread's`);
+          throw new XlaserveError("INTERNAL", `the ${label} program's answer differs from the engine thread's`);
         }
       }
       for (const size of spec.compiledBatchSizes) {
@@ -80,10 +97,10 @@ export class ReplicaModel implements ServedModel {
       }
     } catch (err) {
       for (const w of weights) w.dispose();
-      for (const p of programs.values()) p.dispose();
+      for (const p of locals) p.dispose();
       throw err;
     }
-    return new ReplicaModel(spec, engine, programs, weights);
+    return new ReplicaModel(spec, engine, programs, locals, weights);
   }
 
   ready(): boolean {
@@ -192,6 +209,25 @@ export class ReplicaModel implements ServedModel {
     if (this.disposed) return;
     this.disposed = true;
     for (const w of this.weights) w.dispose();
-    for (const p of this.programs.values()) p.dispose();
+    for (const p of this.locals) p.dispose();
   }
+}
+
+/** Warm-up runs (see WARM_RUNS); the median of the last TIMED_RUNS, in microseconds. */
+function warmUp(
+  engine: AbstractBackend,
+  program: Executable,
+  inputs: readonly HostTensor[],
+  weights: readonly DeviceBuffer[],
+): number {
+  const times: number[] = [];
+  const start = performance.now();
+  while (times.length < WARM_RUNS && performance.now() - start < WARM_BUDGET_MS) {
+    const t0 = performance.now();
+    runSync(engine, program, inputs, weights);
+    times.push((performance.now() - t0) * 1000);
+  }
+  if (times.length < TIMED_RUNS) return Number.POSITIVE_INFINITY;
+  const last = times.slice(-TIMED_RUNS).sort((a, b) => a - b);
+  return last[last.length >> 1] ?? Number.POSITIVE_INFINITY;
 }
