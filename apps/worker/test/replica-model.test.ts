@@ -9,7 +9,7 @@ import { type TempRepo, collectLogs, makeRepo, readReference } from "../../../te
 import { createFromSpec } from "../src/backend-factory.ts";
 import type { ReplicaSpec } from "../src/front/protocol.ts";
 import { ReplicaModel } from "../src/front/replica-model.ts";
-import { type LoadedProgram, type ProgramSource, REPLICA_LOAD_SLACK, REPLICA_MAX_FACTOR } from "../src/model.ts";
+import { type LoadedProgram, type ProgramSource, REPLICA_MAX_FACTOR } from "../src/model.ts";
 import { ModelRegistry } from "../src/registry.ts";
 import { ThreadedBackend } from "../src/threaded-backend.ts";
 
@@ -123,7 +123,7 @@ describe("a replica of the MLP on another thread's engine", () => {
     const { registry, mlp } = await mlpRegistry();
     const verdicts = (await mlp.prepareInline(5000)) ?? [];
     // The same timings against a threshold the runs exceed many times over.
-    const tiny = Math.min(...verdicts.map((v) => v.engineUs ?? 0)) / (REPLICA_MAX_FACTOR * REPLICA_LOAD_SLACK * 4);
+    const tiny = Math.min(...verdicts.map((v) => v.engineUs ?? 0)) / (REPLICA_MAX_FACTOR * 4);
     expect(await mlp.replicaSpec(verdicts, tiny)).toBeNull();
     expect(await mlp.replicaSpec([], 5000)).toBeNull();
     await registry.shutdown();

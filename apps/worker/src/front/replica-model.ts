@@ -85,7 +85,9 @@ export class ReplicaModel implements ServedModel {
         if (us > spec.maxRunUs) {
           throw new XlaserveError(
             "INTERNAL",
-            `its ${label} run takes ${Math.round(us)} us here (over ${spec.maxRunUs})`,
+            Number.isFinite(us)
+              ? `its ${label} run takes ${Math.round(us)} us here (limit ${spec.maxRunUs} us)`
+              : `its ${label} run does not get through ${TIMED_RUNS} runs in ${WARM_BUDGET_MS} ms here`,
           );
         }
         if (!sameBytes(runSync(engine, local, p.referenceInputs, weights), p.referenceOutputs)) {
