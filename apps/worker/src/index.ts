@@ -406,10 +406,7 @@ function assertPortFree(host: string, port: number): void {
   try {
     Bun.serve({ hostname: host, port, fetch: () => new Response(null, { status: 503 }) }).stop(true);
   } catch (err) {
-    throw new XlaserveError(
-      "CONFIG_INVALID",
-      `cannot listen on ${host}:${port}: ${(err as Error).message} (is another server using the port?)`,
-    );
+    throw new XlaserveError("CONFIG_INVALID", `cannot listen on ${host}:${port}: ${(err as Error).message}`);
   }
 }
 
