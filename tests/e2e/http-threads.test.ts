@@ -242,7 +242,7 @@ describe("several HTTP threads on one port", () => {
 });
 
 describe("several HTTP threads without an engine they can host", () => {
-  test("they relay every request, and the answers are the main thread's", async () => {
+  test("they relay every request, and the answers are the main thread's; an oversized body is refused alike", async () => {
     const other = makeRepo(["mlp"]);
     const w = await startWorker({
       env: {},
@@ -254,7 +254,7 @@ describe("several HTTP threads without an engine they can host", () => {
         engine: "reactant",
         cache: { stateDir: other.stateDir },
         repository: { dynamic: false },
-        server: { httpThreads: 2 },
+        server: { httpThreads: 2, maxBodyBytes: 4096 },
       },
     });
     try {
@@ -269,6 +269,21 @@ describe("several HTTP threads without an engine they can host", () => {
       expect(f?.answered).toEqual([0]);
       expect(f?.relayed[0]).toBeGreaterThan(0);
       expect(logs.lines.some((l) => String(l.msg).includes("relay every request"))).toBe(true);
+      // Refused on Content-Length by whichever thread took the connection, with the same answer.
+      const big = JSON.stringify({ inputs: [], padding: "x".repeat(8000) });
+      const refused = await many(30, 8, async () => {
+        const res = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body: big, keepalive: false });
+        return { status: res.status, text: await res.text() };
+      });
+      for (const a of refused) {
+        expect(a.status).toBe(413);
+        expect(a.text).toBe(refused[0]?.text ?? "");
+      }
+      expect(JSON.parse(refused[0]?.text ?? "{}").error).toBe(
+        `request body of ${big.length} bytes exceeds the limit of 4096 bytes`,
+      );
+      await Bun.sleep(300);
+      expect(w.fronts?.figures().answered[0]).toBeGreaterThan(0); // some were refused on the other thread
     } finally {
       await w.stop();
       other.cleanup();
