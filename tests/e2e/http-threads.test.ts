@@ -147,6 +147,15 @@ describe("several HTTP threads on one port", () => {
     expect(stats.model_stats[0]?.inference_stats.success.count).toBe(sent);
   });
 
+  test("the server metadata shows the extra threads and what they answered", async () => {
+    const meta = JSON.parse(text((await fresh("/v2")).bytes)) as {
+      xlaserve: { httpThreads: { threads: number; answered: number[]; replicas: Record<string, { threads: number }> } };
+    };
+    expect(meta.xlaserve.httpThreads.threads).toBe(2);
+    expect(meta.xlaserve.httpThreads.answered.every((n) => n > 0)).toBe(true);
+    expect(meta.xlaserve.httpThreads.replicas.mlp?.threads).toBe(2);
+  });
+
   test("other routes and bad requests get the main thread's answers on every connection", async () => {
     const cases: Array<[string, RequestInit, number]> = [
       ["/v2", {}, 200],
@@ -167,7 +176,8 @@ describe("several HTTP threads on one port", () => {
       const first = text(answers[0]?.bytes ?? new Uint8Array());
       if (status >= 400) expect(JSON.parse(first).error).toBeString();
       // Stable answers are the same bytes whichever thread took the connection.
-      if (!path.includes("/health") && path !== "/v2/repository/index") {
+      // (/v2 carries the threads' live request counts.)
+      if (!path.includes("/health") && path !== "/v2/repository/index" && path !== "/v2") {
         for (const a of answers) expect(text(a.bytes)).toBe(first);
       }
     }

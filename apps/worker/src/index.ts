@@ -196,6 +196,8 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   const extra = workerGauges(metrics, Counter, Gauge);
 
   let registry: ModelRegistry;
+  // The extra HTTP threads, started once the server listens (config server.httpThreads).
+  let fronts: FrontPool | null = null;
   const serverInfo = (): ServerInfo => ({
     name: "xlaserve",
     version: WORKER_VERSION,
@@ -206,6 +208,8 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       plugin: engine.plugin?.path ?? null,
       device: identity,
       budget: registry?.budgetExtra().budget ?? null,
+      // The extra HTTP threads' figures (requests each answered itself and relayed; replicas), or null.
+      httpThreads: fronts?.figures() ?? null,
     },
   });
   registry = new ModelRegistry({
@@ -316,7 +320,6 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   });
   const httpThreads = httpThreadsFor(config, log);
   let server: RunningServer;
-  let fronts: FrontPool | null = null;
   let bound: RunningServer | null = null;
   try {
     // SO_REUSEPORT would let this bind share a port another server holds: check it is free first.

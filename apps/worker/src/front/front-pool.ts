@@ -39,7 +39,7 @@ interface Front {
   dead: boolean;
 }
 
-/** Per-thread counts since start, for the metadata's "xlaserve" field and the tests. */
+/** Per-thread counts since start, for the server metadata's "xlaserve" field (GET /v2) and the tests. */
 export interface FrontFigures {
   readonly threads: number;
   readonly answered: number[];
