@@ -251,7 +251,7 @@ describe("several HTTP threads on one port", () => {
   });
 });
 
-describe("several HTTP threads without an engine they can host", () => {
+describe("several HTTP threads before any model runs on them", () => {
   test("they relay every request, and the answers are the main thread's; an oversized body is refused alike", async () => {
     const other = makeRepo(["mlp"]);
     const w = await startWorker({
@@ -259,7 +259,6 @@ describe("several HTTP threads without an engine they can host", () => {
       repository: other.repository,
       port: 0,
       logger: logs.logger,
-      engineThread: false,
       config: {
         engine: "reactant",
         cache: { stateDir: other.stateDir },
@@ -268,6 +267,7 @@ describe("several HTTP threads without an engine they can host", () => {
       },
     });
     try {
+      // Fewer requests than make the MLP due for inline runs: no replica exists, all is relayed.
       const body = jsonBody();
       const answers = await many(60, 8, async () => {
         const res = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body, keepalive: false });
@@ -278,7 +278,6 @@ describe("several HTTP threads without an engine they can host", () => {
       const f = w.fronts?.figures();
       expect(f?.answered).toEqual([0]);
       expect(f?.relayed[0]).toBeGreaterThan(0);
-      expect(logs.lines.some((l) => String(l.msg).includes("relay every request"))).toBe(true);
       // Refused on Content-Length by whichever thread took the connection, with the same answer.
       const big = JSON.stringify({ inputs: [], padding: "x".repeat(8000) });
       const refused = await many(30, 8, async () => {
@@ -299,6 +298,45 @@ describe("several HTTP threads without an engine they can host", () => {
       other.cleanup();
     }
   }, 120_000);
+});
+
+describe("several HTTP threads where no model could run on them", () => {
+  for (const [why, overrides, config] of [
+    ["the engine on the main thread", { engineThread: false }, {}],
+    ["dynamic batching", {}, { concurrency: { dynamicBatching: true } }],
+    ["inline runs off", { inlineMaxUs: 0 }, {}],
+  ] as const) {
+    test(`${why}: the worker serves on one thread and says why`, async () => {
+      const other = makeRepo(["mlp"]);
+      const before = logs.lines.length;
+      const w = await startWorker({
+        env: {},
+        repository: other.repository,
+        port: 0,
+        logger: logs.logger,
+        ...overrides,
+        config: {
+          engine: "reactant",
+          cache: { stateDir: other.stateDir },
+          repository: { dynamic: false },
+          server: { httpThreads: 3 },
+          ...config,
+        },
+      });
+      try {
+        expect(w.fronts).toBeNull();
+        const said = logs.lines.slice(before).map((l) => String(l.msg));
+        expect(said.some((m) => m.startsWith("server.httpThreads is 3, but the worker serves on one thread"))).toBe(
+          true,
+        );
+        const res = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body: jsonBody() });
+        expect(res.status).toBe(200);
+      } finally {
+        await w.stop();
+        other.cleanup();
+      }
+    }, 120_000);
+  }
 });
 
 describe("several HTTP threads and a port already in use", () => {

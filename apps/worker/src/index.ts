@@ -12,6 +12,7 @@ import { formatBytes } from "./budget.ts";
 import { chooseEngine, createBackend } from "./engine.ts";
 import type { LoadedProgram, ProgramSource } from "./model.ts";
 import type { ProbeFigureStore } from "./probe-figures.ts";
+import type { BackendSpec } from "./backend-factory.ts";
 import { FrontPool, type FrontPoolOptions } from "./front/front-pool.ts";
 import { isInlineHost } from "./inline-runs.ts";
 import { ModelRegistry } from "./registry.ts";
@@ -318,7 +319,8 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     config: { maxBodyBytes: config.server.maxBodyBytes, authToken: config.server.authToken },
     metrics,
   });
-  const httpThreads = httpThreadsFor(config, log);
+  const frontEngine = backend instanceof ThreadedBackend && isInlineHost(backend) ? backend.backendSpec : null;
+  const httpThreads = httpThreadsFor(config, log, frontEngine !== null, inlineMaxUs);
   let server: RunningServer;
   let bound: RunningServer | null = null;
   try {
@@ -331,7 +333,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       // thread's own route table does), the rest through the app.
       const relayedInfer = new InferService({ registry, metrics, logger, maxBodyBytes: config.server.maxBodyBytes });
       fronts = await startFronts(httpThreads - 1, server.port, config, {
-        backend,
+        engine: frontEngine as BackendSpec,
         handle: (request, infer) =>
           infer ? relayedInfer.handle(request, infer.model, infer.version) : app.handle(request),
         metrics,
@@ -389,19 +391,28 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
 }
 
 /**
- * The HTTP threads to run: SO_REUSEPORT spreads connections over sockets on Linux only (elsewhere
- * the last socket bound tends to get them all), so other systems get one.
+ * The HTTP threads to run. Extra threads pay off only through the models they run themselves,
+ * and everything else they relay costs more than it would on the main thread: where they could
+ * run nothing (PJRT, the engine kept on the main thread, inline runs off, dynamic batching),
+ * the worker serves on one thread and says why. SO_REUSEPORT spreads connections over sockets
+ * on Linux only (elsewhere the last socket bound tends to get them all).
  */
-function httpThreadsFor(config: Config, log: Logger): number {
+function httpThreadsFor(config: Config, log: Logger, engineCanRunThere: boolean, inlineMaxUs: number): number {
   const asked = config.server.httpThreads;
-  if (asked > 1 && process.platform !== "linux") {
-    log.warn("server.httpThreads needs Linux (SO_REUSEPORT load balancing); serving on one thread", {
-      asked,
-      platform: process.platform,
-    });
-    return 1;
-  }
-  return asked;
+  if (asked <= 1) return asked;
+  const why =
+    process.platform !== "linux"
+      ? `SO_REUSEPORT spreads connections on Linux only (this is ${process.platform})`
+      : !engineCanRunThere
+        ? "the engine cannot run models on other threads (PJRT, or the engine on the main thread)"
+        : inlineMaxUs <= 0
+          ? "inline runs are off (XLASERVE_INLINE_MAX_US=0), so no model would run on them"
+          : config.concurrency.dynamicBatching
+            ? "dynamic batching keeps every run on the engine thread"
+            : null;
+  if (why === null) return asked;
+  log.warn(`server.httpThreads is ${asked}, but the worker serves on one thread: ${why}`, { asked });
+  return 1;
 }
 
 /** Throws a clear error when something already listens on host:port. */
@@ -413,16 +424,13 @@ function assertPortFree(host: string, port: number): void {
   }
 }
 
-/**
- * Starts the extra HTTP threads on the bound port and hands them the models that run inline.
- * Without an engine they can host (PJRT, or the engine on this thread) they relay every request.
- */
+/** Starts the extra HTTP threads on the bound port, each with `engine`, and hands them the models that run inline. */
 async function startFronts(
   threads: number,
   port: number,
   config: Config,
   parts: {
-    backend: AbstractBackend;
+    engine: BackendSpec;
     handle: FrontPoolOptions["handle"];
     metrics: Metrics;
     registry: ModelRegistry;
@@ -430,28 +438,21 @@ async function startFronts(
     maxRequestBodySize: number;
   },
 ): Promise<FrontPool> {
-  const { backend, handle, metrics, registry, logger } = parts;
-  const spec = backend instanceof ThreadedBackend && isInlineHost(backend) ? backend.backendSpec : null;
-  if (!spec) {
-    logger.warn("the extra HTTP threads relay every request: the engine cannot run programs on them", {
-      engine: backend.name,
-      threads,
-    });
-  }
+  const { engine, handle, metrics, registry, logger } = parts;
   const pool = await FrontPool.start({
     threads,
     host: config.server.host,
     port,
     maxBodyBytes: config.server.maxBodyBytes,
     maxRequestBodySize: parts.maxRequestBodySize,
-    backend: spec,
+    backend: engine,
     handle,
     metrics,
     addStats: (name, generation, stats) => registry.addReplicaStats(name, generation, stats),
     logger,
   });
   registry.attachReplicaHost(pool);
-  logger.info("HTTP threads", { threads: threads + 1, replicas: spec !== null });
+  logger.info("HTTP threads", { threads: threads + 1 });
   return pool;
 }
 

@@ -28,9 +28,10 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --port N             HTTP port (XLASERVE_PORT; default 8000; 0 picks a free one)
   --host ADDR          interface to bind (default 127.0.0.1)
   --http-threads N     threads accepting connections on the port (XLASERVE_HTTP_THREADS;
-                       default 1). Past 1, each extra thread answers requests for the models
-                       that run inline (small CPU-engine programs) on its own copy of them,
-                       and relays everything else to the main thread
+                       default 1; Linux). Past 1, each extra thread answers requests for the
+                       models that run inline (small CPU-engine programs) on its own copy of
+                       them, and relays everything else to the main thread; where no model
+                       could run on them (PJRT, dynamic batching) the worker keeps one thread
   --config FILE        YAML or JSON configuration file
   --engine NAME        auto | pjrt | reactant (XLASERVE_ENGINE; default auto: PJRT when a
                        compatible plugin loads, else the CPU engine)
