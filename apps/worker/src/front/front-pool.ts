@@ -13,7 +13,8 @@ export interface FrontPoolOptions {
   readonly port: number;
   readonly maxBodyBytes: number;
   readonly maxRequestBodySize: number;
-  readonly backend: BackendSpec | null;
+  /** The engine each thread creates for its replicas. */
+  readonly backend: BackendSpec;
   /**
    * Answers a relayed request: `infer` is set for the infer routes (answered by the infer service
    * directly, as the main thread's own route table does), else the server app handles it.

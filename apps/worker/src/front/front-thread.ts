@@ -107,7 +107,7 @@ async function start(message: FrontInit): Promise<void> {
     format: "json",
     sink: (line) => send({ type: "log", line }),
   }).child({ component: "http-thread", thread: message.index });
-  if (message.backend) engine = await createFromSpec(message.backend);
+  engine = await createFromSpec(message.backend);
   const service = new InferService({
     registry: { getModel: () => undefined },
     metrics: counter,

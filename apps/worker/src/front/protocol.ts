@@ -44,8 +44,8 @@ export interface FrontInit {
   readonly maxBodyBytes: number;
   readonly maxRequestBodySize: number;
   readonly logLevel: string;
-  /** The CPU engine to host replicas on; null: this thread relays everything. */
-  readonly backend: BackendSpec | null;
+  /** The CPU engine to host replicas on (created on the thread from this spec). */
+  readonly backend: BackendSpec;
 }
 
 export type ToFront =
