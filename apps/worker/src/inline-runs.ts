@@ -76,8 +76,14 @@ export interface InlineVerdict {
   readonly reason: string;
 }
 
-/** A probe run longer than this is not timed again at all: it could hold the engine thread for long. */
-const PROBE_MS_LIMIT = 20;
+/**
+ * A probe run longer than this is not timed again at all: it could hold the engine thread for
+ * long. Timing a program costs one run of it first (a round stops as soon as its runs are far over
+ * the threshold), so the bound is what one such run may cost once per model. Not lower: the probe
+ * runs a model's first program cold, engine warm-up included; the MLP's b1 probe took 13-26 ms
+ * here, and at 20 ms it missed inline runs at random.
+ */
+const PROBE_MS_LIMIT = 100;
 /**
  * Timing on the engine thread, in rounds of at most ENGINE_RUNS runs or ENGINE_ROUND_MS (it
  * serves nothing else meanwhile, so a round is short; requests run between rounds), until a
