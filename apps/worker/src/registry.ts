@@ -642,8 +642,9 @@ export class ModelRegistry implements ModelRegistryView {
   }
 
   /**
-   * The worker's other HTTP threads (front/front-pool.ts): models whose programs all run inline
-   * are handed to them, now and whenever one becomes so, and taken back when retired.
+   * The worker's other HTTP threads (front/front-pool.ts): each model is offered to them once its
+   * programs were timed for inline runs (RuntimeModel.replicaSpec decides whether it qualifies),
+   * and taken back when retired.
    */
   attachReplicaHost(host: ReplicaHost | null): void {
     this.replicaHost = host;
