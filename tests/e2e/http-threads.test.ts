@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { renameSync } from "node:fs";
 import { join } from "node:path";
 import type { HostTensor } from "@xlaserve/core";
-import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
+import type { StartedWorker } from "../../apps/worker/src/index.ts";
+import { startCpuWorker } from "./cpu-worker.ts";
 import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model.ts";
 import {
   type TempRepo,
@@ -32,20 +33,13 @@ let sent = 0;
 
 beforeAll(async () => {
   repo = makeRepo(["mlp"]);
-  worker = await startWorker({
-    env: {},
-    repository: repo.repository,
-    port: 0,
-    logger: logs.logger,
-    // Well above the MLP's run even on a busy test machine, so that its programs qualify for sure.
-    inlineMaxUs: 5000,
-    config: {
-      engine: "reactant",
-      cache: { stateDir: repo.stateDir },
-      repository: { dynamic: true, pollIntervalMs: 50 },
-      server: { httpThreads: 3, authToken: TOKEN },
-    },
-  });
+  // Well above the MLP's run even on a busy test machine, so that its programs qualify for sure.
+  worker = await startCpuWorker(
+    repo,
+    logs.logger,
+    { repository: { dynamic: true, pollIntervalMs: 50 }, server: { httpThreads: 3, authToken: TOKEN } },
+    { inlineMaxUs: 5000 },
+  );
 }, 300_000);
 
 afterAll(async () => {
@@ -254,17 +248,9 @@ describe("several HTTP threads on one port", () => {
 describe("several HTTP threads before any model runs on them", () => {
   test("they relay every request, and the answers are the main thread's; an oversized body is refused alike", async () => {
     const other = makeRepo(["mlp"]);
-    const w = await startWorker({
-      env: {},
-      repository: other.repository,
-      port: 0,
-      logger: logs.logger,
-      config: {
-        engine: "reactant",
-        cache: { stateDir: other.stateDir },
-        repository: { dynamic: false },
-        server: { httpThreads: 2, maxBodyBytes: 4096 },
-      },
+    const w = await startCpuWorker(other, logs.logger, {
+      repository: { dynamic: false },
+      server: { httpThreads: 2, maxBodyBytes: 4096 },
     });
     try {
       // Fewer requests than make the MLP due for inline runs: no replica exists, all is relayed.
@@ -309,20 +295,12 @@ describe("several HTTP threads where no model could run on them", () => {
     test(`${why}: the worker serves on one thread and says why`, async () => {
       const other = makeRepo(["mlp"]);
       const before = logs.lines.length;
-      const w = await startWorker({
-        env: {},
-        repository: other.repository,
-        port: 0,
-        logger: logs.logger,
-        ...overrides,
-        config: {
-          engine: "reactant",
-          cache: { stateDir: other.stateDir },
-          repository: { dynamic: false },
-          server: { httpThreads: 3 },
-          ...config,
-        },
-      });
+      const w = await startCpuWorker(
+        other,
+        logs.logger,
+        { repository: { dynamic: false }, server: { httpThreads: 3 }, ...config },
+        overrides,
+      );
       try {
         expect(w.fronts).toBeNull();
         const said = logs.lines.slice(before).map((l) => String(l.msg));
@@ -345,18 +323,12 @@ describe("several HTTP threads and a port already in use", () => {
     const r = makeRepo(["mlp"]);
     try {
       await expect(
-        startWorker({
-          env: {},
-          repository: r.repository,
-          port: other.port as number,
-          logger: logs.logger,
-          config: {
-            engine: "reactant",
-            cache: { stateDir: r.stateDir },
-            repository: { dynamic: false },
-            server: { httpThreads: 2 },
-          },
-        }),
+        startCpuWorker(
+          r,
+          logs.logger,
+          { repository: { dynamic: false }, server: { httpThreads: 2 } },
+          { port: other.port as number },
+        ),
       ).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+/);
       expect(await (await fetch(`http://127.0.0.1:${other.port}/`)).text()).toBe("other");
     } finally {

@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
-import { type StartedWorker, startWorker } from "../../apps/worker/src/index.ts";
+import type { StartedWorker } from "../../apps/worker/src/index.ts";
+import { startCpuWorker } from "./cpu-worker.ts";
 import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model.ts";
 import { type TempRepo, collectLogs, f32BinaryBody, f32JsonBody, makeRepo, readReference, waitFor } from "./helpers.ts";
 
@@ -16,15 +17,8 @@ const logs = collectLogs();
 
 beforeAll(async () => {
   repo = makeRepo(["mlp", "cnn"]);
-  worker = await startWorker({
-    env: {},
-    repository: repo.repository,
-    port: 0,
-    logger: logs.logger,
-    // Well above the MLP's run even on a busy test machine, so that its programs qualify for sure.
-    inlineMaxUs: 5000,
-    config: { engine: "reactant", cache: { stateDir: repo.stateDir }, repository: { dynamic: false } },
-  });
+  // Well above the MLP's run even on a busy test machine, so that its programs qualify for sure.
+  worker = await startCpuWorker(repo, logs.logger, { repository: { dynamic: false } }, { inlineMaxUs: 5000 });
 }, 300_000);
 
 afterAll(async () => {

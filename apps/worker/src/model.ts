@@ -180,6 +180,8 @@ export class RuntimeModel implements ServedModel {
   private untilInlineDue = INLINE_AFTER_REQUESTS;
   /** Called when this version is retired (a swap, an unload, shutdown). */
   onRetired: (() => void) | null = null;
+  /** Each program's inline timing from prepareInline (what replicaSpec decides by); null before. */
+  private inlineTimings: readonly InlineVerdict[] | null = null;
 
   private readonly counters = {
     inferenceCount: 0,
@@ -764,6 +766,7 @@ export class RuntimeModel implements ServedModel {
       maxUs,
       stillWanted,
     );
+    this.inlineTimings = verdicts;
     if (!runs) return verdicts;
     if (!stillWanted()) {
       runs.dispose();
@@ -782,12 +785,14 @@ export class RuntimeModel implements ServedModel {
    * What another HTTP thread needs to run this model itself (front/replica-model.ts): each
    * program serialized once, with the batch sizes it serves and the engine thread's answer for
    * zero inputs, and the weights. Null for a model with input-shape variants (a replica takes
-   * every request that reaches its thread), and for one with a program that ran far over the
-   * threshold on the engine thread (`verdicts`, from prepareInline; see REPLICA_MAX_FACTOR). Each
-   * thread times its copy itself against the same bound (`maxRunUs`).
+   * every request that reaches its thread), for one not timed yet (prepareInline), and for one
+   * with a program that ran far over the threshold on the engine thread (see REPLICA_MAX_FACTOR).
+   * Each thread times its copy itself against the same bound (`maxRunUs`).
    */
-  async replicaSpec(verdicts: readonly InlineVerdict[], maxUs: number): Promise<ReplicaSpec | null> {
+  async replicaSpec(maxUs: number): Promise<ReplicaSpec | null> {
     const backend = this.backend;
+    const verdicts = this.inlineTimings;
+    if (!verdicts) return null;
     if (this.retired || this.disposed || this.bundle.manifest.inputShapeVariants.length > 0) return null;
     if (maxUs <= 0 || !isInlineHost(backend) || this.weightBytes > INLINE_MAX_WEIGHT_BYTES) return null;
     // Programs as prepareInline timed them: one per executable, labelled by its largest batch size.

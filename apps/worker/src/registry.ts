@@ -16,7 +16,7 @@ import type {
 } from "@xlaserve/server/contract.ts";
 import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "./budget.ts";
 import type { ReplicaSpec } from "./front/protocol.ts";
-import { type InlineVerdict, isInlineHost } from "./inline-runs.ts";
+import { isInlineHost } from "./inline-runs.ts";
 import { DeviceLock } from "./limiter.ts";
 import { type LoadedProgram, type ProbeResult, type ProgramSource, RuntimeModel, type RuntimeHooks } from "./model.ts";
 import { type ProbeFigureStore, storeFigures, storedFigures } from "./probe-figures.ts";
@@ -90,8 +90,6 @@ export class ModelRegistry implements ModelRegistryView {
   private budget: WeightBudget | null = null;
   private generation = 0;
   private replicaHost: ReplicaHost | null = null;
-  /** Each serving model's inline timing, for replicas on the other HTTP threads (removed on retire). */
-  private readonly inlineVerdicts = new Map<RuntimeModel, readonly InlineVerdict[]>();
   private draining = false;
   private starting = true;
   private warming: Promise<void> = Promise.resolve();
@@ -330,8 +328,7 @@ export class ModelRegistry implements ModelRegistryView {
         attempted: slot.attempted,
       });
       done = true;
-      const verdicts = this.inlineVerdicts.get(model);
-      if (verdicts) void this.publishReplica(model, verdicts);
+      void this.publishReplica(model);
       await this.replicaHost?.sync();
       this.log.info("model renamed", { model: to, from, dir, recompiled: false });
     });
@@ -602,10 +599,7 @@ export class ModelRegistry implements ModelRegistryView {
       if ((this.options.inlineMaxUs ?? 0) > 0 && isInlineHost(this.options.backend)) {
         loaded.onInlineDue = () => this.prepareInline(loaded);
       }
-      loaded.onRetired = () => {
-        this.inlineVerdicts.delete(loaded);
-        this.replicaHost?.drop(loaded.name, loaded.generation);
-      };
+      loaded.onRetired = () => this.replicaHost?.drop(loaded.name, loaded.generation);
       if (old) {
         void old.drain().then(() => {
           old.dispose();
@@ -648,10 +642,7 @@ export class ModelRegistry implements ModelRegistryView {
    */
   attachReplicaHost(host: ReplicaHost | null): void {
     this.replicaHost = host;
-    if (!host) return;
-    for (const [model, verdicts] of this.inlineVerdicts) {
-      if (!model.isRetired()) void this.publishReplica(model, verdicts);
-    }
+    if (host) for (const model of this.models()) void this.publishReplica(model);
   }
 
   /** A replica's statistics, added into the model's own when it is still that version. */
@@ -660,10 +651,10 @@ export class ModelRegistry implements ModelRegistryView {
     if (current && current.generation === generation) current.addReplicaStats(stats);
   }
 
-  private async publishReplica(model: RuntimeModel, verdicts: readonly InlineVerdict[]): Promise<void> {
+  private async publishReplica(model: RuntimeModel): Promise<void> {
     if (!this.replicaHost) return;
     try {
-      const spec = await model.replicaSpec(verdicts, this.options.inlineMaxUs ?? 0);
+      const spec = await model.replicaSpec(this.options.inlineMaxUs ?? 0);
       // Checked again after the awaits: a version retired meanwhile must not be handed out.
       if (spec && !model.isRetired() && this.replicaHost) this.replicaHost.publish(spec);
     } catch (err) {
@@ -685,9 +676,8 @@ export class ModelRegistry implements ModelRegistryView {
     const job = model
       .prepareInline(maxUs)
       .then((verdicts) => {
-        if (!verdicts || model.isRetired()) return;
-        this.inlineVerdicts.set(model, verdicts);
-        void this.publishReplica(model, verdicts);
+        if (!verdicts) return;
+        void this.publishReplica(model);
         this.log.info("inline runs", {
           model: model.name,
           maxUs,

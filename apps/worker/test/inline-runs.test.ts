@@ -6,64 +6,16 @@ import {
   type HostTensor,
   XlaserveError,
 } from "@xlaserve/core";
-import { type TempRepo, collectLogs, makeRepo, readReference, waitFor } from "../../../tests/e2e/helpers.ts";
+import { readReference, waitFor } from "../../../tests/e2e/helpers.ts";
+import { cpuRegistry, disposeCpuRegistries, rowsOf, tensorBytes } from "./cpu-registry.ts";
 import { type InlineCandidate, InlineRuns, settledNow } from "../src/inline-runs.ts";
-import { INLINE_AFTER_REQUESTS, type LoadedProgram, type ProgramSource } from "../src/model.ts";
-import { ModelRegistry } from "../src/registry.ts";
-import { ThreadedBackend } from "../src/threaded-backend.ts";
+import { INLINE_AFTER_REQUESTS } from "../src/model.ts";
 
-let repo: TempRepo | null = null;
-let backend: ThreadedBackend | null = null;
-afterEach(async () => {
-  await backend?.dispose();
-  backend = null;
-  repo?.cleanup();
-  repo = null;
-});
-
-/** The real CPU engine on its thread, serving `models` through a registry with inline runs at `maxUs`. */
-async function cpuRegistry(
-  models: string[],
-  maxUs: number,
-  residency: "device" | "host" = "device",
-  dynamicBatching = false,
-) {
-  repo = makeRepo(models);
-  backend = await ThreadedBackend.create({ module: "@xlaserve/backend-reactant", export: "createReactantBackend" });
-  const be = backend;
-  const programs: ProgramSource = async (_bundle, module): Promise<LoadedProgram> => {
-    const executable = await be.compile({ bytes: await module.read(), format: module.format }, {});
-    return { executable, outcome: "uncached", compileMs: 0, loadMs: 0 };
-  };
-  const logs = collectLogs();
-  const registry = new ModelRegistry({
-    repository: repo.repository,
-    backend: be,
-    platform: "xlaserve_reactant",
-    programs,
-    log: logs.logger,
-    memory: { weightFraction: 1, wiggle: 0, defaultResidency: residency },
-    concurrency: { perModel: 4, queueDepth: 64, dynamicBatching },
-    serverInfo: () => ({ name: "x", version: "0", extensions: [], extra: {} }),
-    inlineMaxUs: maxUs,
-  });
-  await registry.loadAll();
-  return { registry, logs, backend: be };
-}
-
-function bytes(t: HostTensor | undefined): Uint8Array {
-  if (!t) throw new Error("no tensor");
-  return new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength).slice();
-}
-
-function rowsOf(x: HostTensor, rows: number): HostTensor {
-  const per = x.data.length / (x.shape[0] as number);
-  return { dtype: x.dtype, shape: [rows, ...x.shape.slice(1)], data: x.data.slice(0, rows * per) };
-}
+afterEach(disposeCpuRegistries);
 
 describe("inline runs on the real CPU engine", () => {
   test(`after ${INLINE_AFTER_REQUESTS} requests the MLP runs inline; every answer stays the same bytes`, async () => {
-    const { registry, logs } = await cpuRegistry(["mlp"], 5000);
+    const { registry, logs, backend } = await cpuRegistry(["mlp"], 5000);
     const mlp = registry.models()[0];
     if (!mlp) throw new Error("no mlp");
     const ref8 = readReference("mlp").get(8)?.inputs.get("features") as HostTensor;
@@ -86,7 +38,7 @@ describe("inline runs on the real CPU engine", () => {
       const now = await mlp.infer({ inputs: cases[k] as Map<string, HostTensor> });
       for (const name of ["probabilities", "logits"]) {
         expect(now.get(name)?.shape).toEqual(before[k]?.get(name)?.shape);
-        expect(bytes(now.get(name))).toEqual(bytes(before[k]?.get(name)));
+        expect(tensorBytes(now.get(name))).toEqual(tensorBytes(before[k]?.get(name)));
       }
     }
     expect(mlp.stats().executionCount).toBe(executions + cases.length);
@@ -95,10 +47,10 @@ describe("inline runs on the real CPU engine", () => {
     expect(registry.weights.evictNow(mlp.ownerId)).toBe(true);
     const again = await mlp.infer({ inputs: cases[2] as Map<string, HostTensor> });
     expect(mlp.extra().weightLoads).toBe(loads + 1);
-    expect(bytes(again.get("logits"))).toEqual(bytes(before[2]?.get("logits")));
+    expect(tensorBytes(again.get("logits"))).toEqual(tensorBytes(before[2]?.get("logits")));
     await registry.shutdown();
     // The program copies and weights on this thread went with the model.
-    expect((await (backend as ThreadedBackend).localTwin()).memoryStats().inUseBytes).toBe(0);
+    expect((await backend.localTwin()).memoryStats().inUseBytes).toBe(0);
   }, 60_000);
 
   test("a program over the threshold keeps running on the engine thread, with the reason", async () => {
@@ -115,13 +67,9 @@ describe("inline runs on the real CPU engine", () => {
     const host = await cpuRegistry(["mlp"], 5000, "host");
     expect(await host.registry.models()[0]?.prepareInline(5000)).toBeNull();
     await host.registry.shutdown();
-    await backend?.dispose();
-    repo?.cleanup();
     const coalescing = await cpuRegistry(["mlp"], 5000, "device", true);
     expect(await coalescing.registry.models()[0]?.prepareInline(5000)).toBeNull();
     await coalescing.registry.shutdown();
-    await backend?.dispose();
-    repo?.cleanup();
     const off = await cpuRegistry(["mlp"], 0);
     expect(await off.registry.models()[0]?.prepareInline(0)).toBeNull();
     await off.registry.shutdown();

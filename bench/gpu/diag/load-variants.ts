@@ -49,15 +49,21 @@ function loadRaw(bytes: Uint8Array, withOptions: boolean): PjrtExecutable {
   return new PjrtExecutable(be.client, args.get("loaded_executable"));
 }
 
-if (mode === "loads") {
-  const bytes = new Uint8Array(await Bun.file(process.argv[6]!).arrayBuffer());
+/** Milliseconds of each of `n` loads (the program freed after each). */
+function timeLoads(bytes: Uint8Array, withOptions: boolean, n = 9): number[] {
   const times: number[] = [];
-  for (let i = 0; i < 9; i++) {
+  for (let i = 0; i < n; i++) {
     const l0 = performance.now();
-    const e = loadRaw(bytes, true);
+    const e = loadRaw(bytes, withOptions);
     times.push(performance.now() - l0);
     e.dispose();
   }
+  return times;
+}
+
+if (mode === "loads") {
+  const bytes = new Uint8Array(await Bun.file(process.argv[6]!).arrayBuffer());
+  const times = timeLoads(bytes, true);
   console.log(
     JSON.stringify({
       program: process.argv[6],
@@ -107,13 +113,7 @@ for (const [name, flags] of Object.entries(variants)) {
     };
     const compiledOut = sha(await downloadAll(be, await be.execute(exe, [...inputs, ...weights])));
     for (const withOptions of [true, false]) {
-      const times: number[] = [];
-      for (let i = 0; i < 9; i++) {
-        const l0 = performance.now();
-        const e = loadRaw(bytes, withOptions);
-        times.push(performance.now() - l0);
-        e.dispose();
-      }
+      const times = timeLoads(bytes, withOptions);
       row[withOptions ? "loadMsWithOptions" : "loadMsNoOptions"] = {
         median: median(times),
         all: times.map((x) => +x.toFixed(2)),

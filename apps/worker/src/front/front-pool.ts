@@ -181,11 +181,7 @@ export class FrontPool {
         m.infer,
       );
       const body = await response.arrayBuffer();
-      const headers: [string, string][] = [];
-      response.headers.forEach((value, key) => {
-        headers.push([key, value]);
-      });
-      answer = { type: "relayed", id: m.id, status: response.status, headers, body };
+      answer = { type: "relayed", id: m.id, status: response.status, headers: [...response.headers], body };
     } catch (err) {
       const body = new TextEncoder().encode(
         JSON.stringify({ error: `relayed request failed: ${(err as Error)?.message ?? err}` }),

@@ -1,7 +1,7 @@
 /**
  * One of the worker's extra HTTP threads (see protocol.ts). It binds the worker's port with
  * SO_REUSEPORT and answers infer requests for the models it holds a replica of (replica-model.ts)
- * on its own copy of the CPU engine, with the server package's own codec; every other request
+ * on its own copy of the CPU engine, with the server package's own infer service; every other request
  * (other routes, other models, a model being swapped) goes to the main thread as it came.
  */
 import type { AbstractBackend, LogLevel, Logger } from "@xlaserve/core";
@@ -83,10 +83,7 @@ async function relay(request: Request, infer: { model: string; version: string |
   request.signal.addEventListener("abort", () => {
     if (relays.has(id)) send({ type: "relay-aborted", id });
   });
-  const headers: [string, string][] = [];
-  request.headers.forEach((value, key) => {
-    headers.push([key, value]);
-  });
+  const headers = [...request.headers];
   send({ type: "relay", id, method: request.method, url: request.url, headers, body, infer }, body ? [body] : []);
   return answer;
 }
@@ -97,7 +94,7 @@ function infer(service: InferService, request: BunRequest, name: string, version
     return relay(request, { model: name, version });
   }
   replica.pin();
-  return service.handleFor(request, name, version, () => replica).finally(() => replica.unpin());
+  return service.handle(request, name, version, replica).finally(() => replica.unpin());
 }
 
 async function start(message: FrontInit): Promise<void> {

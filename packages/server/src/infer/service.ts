@@ -26,19 +26,16 @@ export interface InferServiceOptions {
 export class InferService {
   constructor(private readonly options: InferServiceOptions) {}
 
-  handle(request: Request, modelName: string, version: string | undefined): Promise<Response> {
-    return this.handleFor(request, modelName, version, () => findModel(this.options.registry, modelName, version));
-  }
-
   /**
-   * The same, for a model the caller has already picked (an HTTP thread's replica, pinned for the
-   * whole request so that a swap meanwhile cannot change the model under it).
+   * `picked`: a model the caller has already chosen (an HTTP thread's replica, pinned for the
+   * whole request so that a swap meanwhile cannot change the model under it); otherwise the
+   * registry's model of that name and version.
    */
-  async handleFor(
+  async handle(
     request: Request,
     modelName: string,
     version: string | undefined,
-    pick: () => ServedModel,
+    picked?: ServedModel,
   ): Promise<Response> {
     const start = performance.now();
     let label = "_unknown";
@@ -46,7 +43,7 @@ export class InferService {
     let response: Response;
     let failure: string | undefined;
     try {
-      const model = pick();
+      const model = picked ?? findModel(this.options.registry, modelName, version);
       label = model.name;
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
       const { maxBodyBytes } = this.options;
