@@ -33,6 +33,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--platform", default="cuda")
+    parser.add_argument("--serve", action="store_true",
+                        help="after loading, answer 'run N' lines on stdin with one JSON line each ('quit' ends)")
     args = parser.parse_args()
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "anchors"))
@@ -62,9 +64,10 @@ def main() -> None:
         module_path = os.path.join(args.bundle, "model.mlir")
     header_errors = {}
 
+    header = {}
+
     def with_jax_header():
-        header = ifrt_header(backend, devices, opts, module_path, header_errors)
-        return backend.deserialize_executable(header + data, devices, opts)
+        return backend.deserialize_executable(header["bytes"] + data, devices, opts)
 
     attempts = [
         ("(bytes, DeviceList, CompileOptions)", lambda: backend.deserialize_executable(data, xc.DeviceList((dev,)), opts)),
@@ -78,6 +81,9 @@ def main() -> None:
     used = None
     for name, attempt in attempts:
         try:
+            if attempt is with_jax_header:
+                # Compiled here only for its header: outside the timed load.
+                header["bytes"] = ifrt_header(backend, devices, opts, module_path, header_errors)
             t0 = time.perf_counter()
             exe = attempt()
             load_ms = (time.perf_counter() - t0) * 1e3
@@ -89,6 +95,15 @@ def main() -> None:
         print(json.dumps({"ok": False, "error": "deserialize_executable failed", "attempts": errors,
                           "header": header_errors}))
         sys.exit(1)
+
+    # Four more loads of the same bytes in the same way, each program dropped: later loads, like
+    # xlaserve's loads after its first.
+    load_ms_all = [load_ms]
+    for _ in range(4):
+        t0 = time.perf_counter()
+        again = attempts[[n for n, _ in attempts].index(used)][1]()
+        load_ms_all.append((time.perf_counter() - t0) * 1e3)
+        del again
 
     dev_args = [jax.device_put(a, dev) for a in [*inputs, *weights]]
 
@@ -102,6 +117,12 @@ def main() -> None:
     hashes = [hashlib.sha256(np.asarray(o).tobytes()).hexdigest() for o in first]
     for _ in range(5):
         run()
+    if args.serve:
+        serve(run, {
+            "ok": True, "ready": True, "deserialize": used, "deserialize_ms": load_ms, "deserialize_ms_all": load_ms_all, "outputs_sha256": hashes,
+            "jax": jax.__version__, "device": dev.device_kind,
+        })
+        return
     times = []
     for _ in range(args.runs):
         t0 = time.perf_counter()
@@ -111,9 +132,40 @@ def main() -> None:
     print(json.dumps({
         "ok": True, "mode": "same-executable", "platform": args.platform, "batch": args.batch, "runs": args.runs,
         "median_ms": statistics.median(times), "p10_ms": s[len(s) // 10], "p90_ms": s[(len(s) * 9) // 10],
-        "deserialize": used, "deserialize_ms": load_ms, "failed_signatures": errors, "header": header_errors,
+        "deserialize": used, "deserialize_ms": load_ms, "deserialize_ms_all": load_ms_all, "failed_signatures": errors, "header": header_errors,
         "outputs_sha256": hashes, "jax": jax.__version__, "device": dev.device_kind,
     }))
+
+
+def current_cpu():
+    """The CPU this thread last ran on (field 39 of /proc/thread-self/stat), or None."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(")") + 2:].split(" ")[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def serve(run, ready):
+    """The parent alternates this process with xlaserve's in short blocks: 'run N' times N runs
+    (after 2 untimed ones: the GPU was just running the other process's work)."""
+    print(json.dumps(ready), flush=True)
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts or parts[0] == "quit":
+            break
+        if parts[0] != "run":
+            print(json.dumps({"error": f"unknown command {line.strip()!r}"}), flush=True)
+            continue
+        run()
+        run()
+        times = []
+        for _ in range(int(parts[1])):
+            t0 = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - t0) * 1e3)
+        print(json.dumps({"latencyMs": times, "cpu": current_cpu()}), flush=True)
 
 
 def ifrt_header(backend, devices, opts, module_path, notes):

@@ -8,19 +8,20 @@
  *     runs it) and in JAX's own client (jax_same_executable.py puts JAX's IFRT header in front of
  *     the same bytes), so the autotuner's choices are the same on both sides; plus JAX running
  *     the module it compiles itself (jax_anchor.py latency) for reference.
- * The sides alternate for --rounds rounds. The host's speed drifts between rounds (the b1 latency is
- * mostly kernel launching on the CPU), so the latency ratio with the goal pairs each round's two
- * medians: it is the round whose xlaserve/JAX ratio is the median of the rounds' ratios. The ratio
- * of the medians pooled over all rounds is recorded beside it.
+ * The latency sides run side by side and take turns in short blocks (alternatingLatency): the
+ * host's speed drifts over seconds, and sides timed one after the other differed by up to 1.5x
+ * between rounds for nothing either did. The ratio with the goal is that of the medians over all
+ * blocks; each process pair's ratio is recorded beside it.
  *
  *   bun bench/gpu/pjrt-restart.bench.ts --models DIR --serialized DIR [--programs resnet50.b1,resnet50.b32]
- *       [--compile-results pjrt-compile-load-*.json] [--rounds 5] [--runs 200] [--plugin SO] [--results-dir D]
+ *       [--compile-results pjrt-compile-load-*.json] [--rounds 5] [--pairs 3] [--plugin SO] [--results-dir D]
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { python, runAnchor } from "../lib/anchor.ts";
 import { intFlag, listFlag, parseFlags } from "../lib/args.ts";
 import { findCudaPlugin } from "../lib/pjrt.ts";
+import { LineChild } from "../lib/line-child.ts";
 import { describeFailure, lastJsonLine, runProcess } from "../lib/proc.ts";
 import { BenchResult, resultsDir } from "../lib/results.ts";
 import { median, round, summarize } from "../lib/stats.ts";
@@ -32,8 +33,11 @@ bun bench/gpu/pjrt-restart.bench.ts --models DIR --serialized DIR [options]
   --programs a.bN,...     programs to measure (default resnet50.b1,resnet50.b32)
   --prime a.bN            small program loaded first in the primed child (default mlp.b1; "none": skip)
   --compile-results FILE  pjrt-compile-load JSON for the compile times (the compile/load ratio)
-  --rounds N              alternating rounds (default 5)
-  --runs N                timed executions per side and round (default 200)
+  --rounds N              fresh processes timing the load (default 5)
+  --pairs N               fresh xlaserve + JAX process pairs for the latency (default 5)
+  --blocks N              alternating blocks per pair (default 20)
+  --block-runs N          timed runs per side and block (default 25)
+  --runs N                runs of JAX jit's own compile, the reference beside (default 200)
   --plugin SO             PJRT plugin (default: $XLASERVE_PJRT_PLUGIN, else jax-cuda13-pjrt's)
   --results-dir DIR       where the JSON goes
 `;
@@ -45,6 +49,9 @@ const { values } = parseFlags(USAGE, {
   "compile-results": { type: "string" },
   rounds: { type: "string" },
   runs: { type: "string" },
+  pairs: { type: "string" },
+  blocks: { type: "string" },
+  "block-runs": { type: "string" },
   plugin: { type: "string" },
   "results-dir": { type: "string" },
 });
@@ -57,6 +64,9 @@ const serializedDir = values.serialized;
 const programs = listFlag(values.programs, ["resnet50.b1", "resnet50.b32"]);
 const rounds = Math.max(1, intFlag(values.rounds, 5, "rounds"));
 const runs = Math.max(1, intFlag(values.runs, 200, "runs"));
+const pairs = Math.max(1, intFlag(values.pairs, 5, "pairs"));
+const blocks = Math.max(1, intFlag(values.blocks, 20, "blocks"));
+const blockRuns = Math.max(1, intFlag(values["block-runs"], 25, "block-runs"));
 const CHILD = join(import.meta.dir, "restart-child.ts");
 const primeName = typeof values.prime === "string" ? values.prime : "mlp.b1";
 const primeFile = primeName === "none" ? null : join(serializedDir, `${primeName}.pjrt`);
@@ -64,7 +74,7 @@ const SAME_EXECUTABLE = join(import.meta.dir, "jax_same_executable.py");
 
 const result = new BenchResult("pjrt-restart");
 result.dir = resultsDir(values["results-dir"] as string | undefined);
-result.figure("settings", { modelsDir, serializedDir, programs, rounds, runs });
+result.figure("settings", { modelsDir, serializedDir, programs, rounds, pairs, blocks, blockRuns, runs });
 const compileMs = compileTimes(values["compile-results"] as string | undefined);
 const pluginPath = await result.step("plugin", () => findCudaPlugin(values.plugin as string | undefined));
 if (pluginPath) result.figure("plugin", pluginPath);
@@ -81,22 +91,13 @@ for (const key of programs) {
   const batch = Number(b);
   const firstLoads: number[] = [];
   const steadyLoads: number[] = [];
-  const ours: number[] = [];
-  const jaxSame: number[] = [];
-  const perRoundRatio: number[] = [];
-  const ourRoundMedians: number[] = [];
   const primedFirstLoads: number[] = [];
   const primeLoads: number[] = [];
-  const hashes: string[] = [];
-  let jaxSameHashes: string | null = null;
   for (let r = 0; r < rounds; r++) {
-    await result.step(`${key} round ${r}`, async () => {
-      const child = await runProcess(
-        [process.execPath, CHILD, pluginPath, bundleDir, String(batch), file, "5", String(runs)],
-        {
-          timeoutMs: 180_000,
-        },
-      );
+    await result.step(`${key} loads, round ${r}`, async () => {
+      const child = await runProcess([process.execPath, CHILD, pluginPath, bundleDir, String(batch), file, "5", "0"], {
+        timeoutMs: 180_000,
+      });
       const json = lastJsonLine(child.stdout);
       if (child.code !== 0 || !json) throw new Error(describeFailure(child));
       const loads = json.loadsMs as number[];
@@ -112,29 +113,12 @@ for (const key of programs) {
         primeLoads.push(pj.primeLoadMs as number);
         primedFirstLoads.push((pj.loadsMs as number[])[0] as number);
       }
-      const lat = median(json.latencyMs as number[]);
-      ours.push(...(json.latencyMs as number[]));
-      hashes.push((json.outputsSha256 as string[]).join(","));
-      const same = await runProcess(
-        [python(), SAME_EXECUTABLE, file, bundleDir, "--batch", String(batch), "--runs", String(runs)],
-        { env: { PYTHONUNBUFFERED: "1" }, timeoutMs: 300_000 },
-      );
-      const sameJson = lastJsonLine(same.stdout);
-      if (same.code !== 0 || !sameJson || sameJson.ok !== true) {
-        throw new Error(
-          `JAX same-executable: ${sameJson ? JSON.stringify(sameJson).slice(0, 800) : describeFailure(same)}`,
-        );
-      }
-      const jaxMedian = sameJson.median_ms as number;
-      jaxSame.push(jaxMedian);
-      jaxSameHashes = (sameJson.outputs_sha256 as string[]).join(",");
-      perRoundRatio.push(lat / jaxMedian);
-      ourRoundMedians.push(lat);
-      console.log(
-        `  ${key} round ${r}: load first ${loads[0]?.toFixed(2)} ms; latency xlaserve ${lat.toFixed(3)} ms, JAX same executable ${jaxMedian.toFixed(3)} ms`,
-      );
+      console.log(`  ${key} round ${r}: first load in a fresh process ${loads[0]?.toFixed(2)} ms`);
     });
   }
+  const duet = await result.step(`${key} latency, alternating blocks`, () =>
+    alternatingLatency(key, pluginPath, bundleDir, batch, file),
+  );
   const jit = await runAnchor({ mode: "latency", bundleDir, batch, platform: "cuda", runs });
   const entry: Record<string, unknown> = {
     program: key,
@@ -144,11 +128,7 @@ for (const key of programs) {
     primedBy: primeFile && existsSync(primeFile) ? primeName : null,
     primeProgramLoadMs: summarize(primeLoads),
     firstLoadAfterPrimeMs: summarize(primedFirstLoads),
-    xlaserveLatencyMs: summarize(ours),
-    jaxSameExecutableMedianMsPerRound: jaxSame,
-    perRoundRatio: perRoundRatio.map((x) => round(x)),
-    outputsIdenticalAcrossRounds: hashes.length > 1 ? new Set(hashes).size === 1 : null,
-    outputsIdenticalToJaxSameExecutable: jaxSameHashes && hashes[0] ? jaxSameHashes === hashes[0] : null,
+    ...(duet ? duet.figures : {}),
     jaxJit: jit.ok ? jit.result : { error: jit.error },
   };
   if (model === "resnet50" && firstLoads.length) {
@@ -156,13 +136,8 @@ for (const key of programs) {
     entry.restartLoadUnder40ms = median(firstLoads) < 40;
     if (primedFirstLoads.length) entry.loadAfterPrimeUnder40ms = median(primedFirstLoads) < 40;
     console.log(
-      `  ${key}: first load in a fresh process, median of rounds ${median(firstLoads).toFixed(2)} ms (goal < 40)`,
+      `  ${key}: first load in a fresh process, median of rounds ${median(firstLoads).toFixed(2)} ms (goal < 40); later loads ${median(steadyLoads).toFixed(2)} ms`,
     );
-    if (primedFirstLoads.length) {
-      console.log(
-        `  ${key}: first load after ${primeName} (${median(primeLoads).toFixed(2)} ms) in a fresh process, median of rounds ${median(primedFirstLoads).toFixed(2)} ms; later loads ${median(steadyLoads).toFixed(2)} ms`,
-      );
-    }
   }
   result.figure(key, entry);
   const compiled = compileMs[key];
@@ -175,40 +150,124 @@ for (const key of programs) {
     );
   }
   const goal = batch === 1 ? "<= 1.05" : batch === 32 ? "<= 1.02" : undefined;
-  const mid = medianIndex(perRoundRatio);
-  result.ratio(
-    `${key} latency xlaserve/jax(same executable)`,
-    { label: "xlaserve median ms in the median round", value: mid === null ? null : round(ourRoundMedians[mid]!) },
-    {
-      label: "JAX client, same serialized program, median ms in that round",
-      value: mid === null ? null : round(jaxSame[mid]!),
-    },
-    goal,
-    `per-round ratios: ${perRoundRatio.map((x) => round(x)).join(", ") || "n/a"}`,
-  );
-  result.ratio(
-    `${key} latency xlaserve/jax(same executable, pooled medians)`,
-    { label: "xlaserve median ms (all rounds)", value: ours.length ? round(median(ours)) : null },
-    { label: "JAX client, median of its round medians, ms", value: jaxSame.length ? round(median(jaxSame)) : null },
-  );
-  if (jit.ok) {
+  if (duet) {
+    result.ratio(
+      `${key} latency xlaserve/jax(same executable)`,
+      { label: "xlaserve median ms (all blocks)", value: round(median(duet.ours)) },
+      { label: "JAX client, same serialized program, median ms (all blocks)", value: round(median(duet.jax)) },
+      goal,
+      `${duet.ours.length} runs a side in alternating blocks of ${blockRuns}; per process pair: ${duet.perPair.map((x) => round(x)).join(", ")}`,
+    );
+  }
+  if (duet?.jaxLoads.length && steadyLoads.length) {
+    result.ratio(
+      `${key} load xlaserve/jax (same bytes, plugin already set up)`,
+      { label: "xlaserve later loads in a fresh process, median ms", value: round(median(steadyLoads)) },
+      {
+        label: "JAX deserialize_executable of the same bytes after its own compile, median ms",
+        value: round(median(duet.jaxLoads)),
+      },
+      undefined,
+      "a reference: XLA's own deserialization is most of a load on both sides",
+    );
+  }
+  if (jit.ok && duet) {
     result.ratio(
       `${key} latency xlaserve/jax(jit, its own compile)`,
-      { label: "xlaserve median ms", value: ours.length ? round(median(ours)) : null },
+      { label: "xlaserve median ms", value: round(median(duet.ours)) },
       { label: "JAX jit median ms", value: (jit.result?.median_ms as number | undefined) ?? null },
       goal,
-      "JAX compiles the module itself: its autotuner may pick other kernels",
+      "JAX compiles the module itself (its autotuner may pick other kernels) and runs in another process after the blocks",
     );
   }
 }
-result.write(resultsDir(values["results-dir"] as string | undefined));
 
-/** Index of the median of `values` (the lower middle one for an even count); null when empty. */
-function medianIndex(values: readonly number[]): number | null {
-  if (values.length === 0) return null;
-  const order = values.map((v, i) => [v, i] as const).sort((a, b) => a[0] - b[0]);
-  return order[Math.floor((order.length - 1) / 2)]![1];
+/**
+ * Latency of one serialized program in xlaserve and in JAX's client, alive side by side and taking
+ * turns: `pairs` fresh process pairs, each running `blocks` blocks of `blockRuns` timed runs per
+ * side, the side that goes first alternating. The host's speed drifts over seconds (the b1 run is
+ * mostly kernel launching on the CPU), so sides timed in separate windows can differ by 1.5x for
+ * nothing they do; in alternating blocks both see the same drift.
+ */
+async function alternatingLatency(key: string, plugin: string, bundleDir: string, batch: number, file: string) {
+  const ours: number[] = [];
+  const jax: number[] = [];
+  const perPair: number[] = [];
+  const perBlockRatio: number[] = [];
+  const jaxLoads: number[] = [];
+  const cpus: { ours: (number | null)[]; jax: (number | null)[] } = { ours: [], jax: [] };
+  let oursHashes: string | null = null;
+  let jaxHashes: string | null = null;
+  const identicalAcrossPairs: boolean[] = [];
+  for (let p = 0; p < pairs; p++) {
+    const bun = new LineChild(`xlaserve ${key}`, [
+      process.execPath,
+      CHILD,
+      plugin,
+      bundleDir,
+      String(batch),
+      file,
+      "1",
+      "serve",
+    ]);
+    const py = new LineChild(
+      `JAX ${key}`,
+      [python(), SAME_EXECUTABLE, file, bundleDir, "--batch", String(batch), "--serve"],
+      { PYTHONUNBUFFERED: "1" },
+    );
+    try {
+      const [bunReady, pyReady] = await Promise.all([bun.nextJson(180_000), py.nextJson(300_000)]);
+      if (pyReady.ok !== true) throw new Error(`JAX same-executable: ${JSON.stringify(pyReady).slice(0, 800)}`);
+      jaxLoads.push(...((pyReady.deserialize_ms_all as number[] | undefined) ?? [pyReady.deserialize_ms as number]));
+      const ourHash = (bunReady.outputsSha256 as string[]).join(",");
+      identicalAcrossPairs.push(oursHashes === null || oursHashes === ourHash);
+      oursHashes ??= ourHash;
+      jaxHashes ??= (pyReady.outputs_sha256 as string[]).join(",");
+      const pairOurs: number[] = [];
+      const pairJax: number[] = [];
+      for (let blk = 0; blk < blocks; blk++) {
+        const order = blk % 2 === 0 ? ([bun, py] as const) : ([py, bun] as const);
+        const answers = new Map<LineChild, Record<string, unknown>>();
+        for (const side of order) answers.set(side, await side.request(`run ${blockRuns}`));
+        const o = answers.get(bun)!.latencyMs as number[];
+        const j = answers.get(py)!.latencyMs as number[];
+        pairOurs.push(...o);
+        pairJax.push(...j);
+        perBlockRatio.push(median(o) / median(j));
+        cpus.ours.push(answers.get(bun)!.cpu as number | null);
+        cpus.jax.push(answers.get(py)!.cpu as number | null);
+      }
+      ours.push(...pairOurs);
+      jax.push(...pairJax);
+      perPair.push(median(pairOurs) / median(pairJax));
+      console.log(
+        `  ${key} pair ${p}: xlaserve ${median(pairOurs).toFixed(3)} ms, JAX same executable ${median(pairJax).toFixed(3)} ms (${(median(pairOurs) / median(pairJax)).toFixed(3)}x)`,
+      );
+    } finally {
+      await Promise.all([bun.close(), py.close()]);
+    }
+  }
+  return {
+    ours,
+    jax,
+    perPair,
+    jaxLoads,
+    figures: {
+      // JAX's client loading the same bytes (5 loads a pair), after compiling the module itself for
+      // its header: loads in a process that has already set the plugin up, like xlaserve's later loads.
+      jaxDeserializeMs: summarize(jaxLoads),
+      latencyMethod: `${pairs} process pairs x ${blocks} alternating blocks x ${blockRuns} runs a side`,
+      xlaserveLatencyMs: summarize(ours),
+      jaxSameExecutableLatencyMs: summarize(jax),
+      perPairRatio: perPair.map((x) => round(x)),
+      perBlockRatio: summarize(perBlockRatio),
+      cpuPerBlock: cpus,
+      outputsIdenticalAcrossPairs: identicalAcrossPairs.every(Boolean),
+      outputsIdenticalToJaxSameExecutable: oursHashes !== null && oursHashes === jaxHashes,
+    },
+  };
 }
+result.write(resultsDir(values["results-dir"] as string | undefined));
 
 /** Compile ms per "<model>.b<N>" from a pjrt-compile-load result file. */
 function compileTimes(path: string | undefined): Record<string, number> {

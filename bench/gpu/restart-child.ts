@@ -11,10 +11,15 @@
  * process), upload weights and the reference input, run once for the outputs' hashes, then time
  * `runs` executions (after 10 untimed) exactly as the worker executes: backend.execute, outputs
  * freed. Prints one JSON line.
+ *
+ * runs = "serve": after the outputs' hashes, answers commands on stdin, one JSON line each, so the
+ * parent can alternate this process with JAX's in short blocks: "run N" times N executions (after
+ * 2 untimed ones: the GPU was just running the other process's work), "quit" ends.
  */
 import { loadBundle, tensorBytes, uploadAll } from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
 import { disposeAll, downloadAll, inputsFor, moduleFor, timeExecutions, uploadWeights } from "../lib/bundle-io.ts";
+import { currentCpu } from "../lib/current-cpu.ts";
 
 const [pluginPath, bundleDir, batchArg, programPath, loadsArg, runsArg, primePath] = process.argv.slice(2);
 if (!pluginPath || !bundleDir || !batchArg || !programPath) {
@@ -23,7 +28,8 @@ if (!pluginPath || !bundleDir || !batchArg || !programPath) {
 }
 const batch = Number(batchArg);
 const loads = Math.max(1, Number(loadsArg ?? 5));
-const runs = Math.max(0, Number(runsArg ?? 200));
+const serve = runsArg === "serve";
+const runs = serve ? 0 : Math.max(0, Number(runsArg ?? 200));
 const backend = createPjrtBackend({ pluginPath, isolateCompile: false });
 const bundle = await loadBundle(bundleDir);
 const bytes = new Uint8Array(await Bun.file(programPath).arrayBuffer());
@@ -44,7 +50,7 @@ for (let i = 0; i < loads; i++) {
   exe = loaded;
 }
 if (!exe) throw new Error("no load ran");
-if (runs === 0) {
+if (runs === 0 && !serve) {
   console.log(JSON.stringify({ primeLoadMs, loadsMs, startupMs: backend.startupMs }));
   exe.dispose();
   await backend.dispose();
@@ -57,6 +63,24 @@ const outs = await backend.execute(exe, args);
 const host = await downloadAll(backend, outs);
 disposeAll(outs);
 const outputsSha256 = host.map((h) => new Bun.CryptoHasher("sha256").update(tensorBytes(h)).digest("hex"));
+if (serve) {
+  for (let i = 0; i < 10; i++) disposeAll(await backend.execute(exe, args));
+  console.log(JSON.stringify({ ready: true, primeLoadMs, loadsMs, outputsSha256, startupMs: backend.startupMs }));
+  for await (const line of console) {
+    const [command, count] = line.trim().split(/\s+/);
+    if (command === "quit") break;
+    if (command !== "run") {
+      console.log(JSON.stringify({ error: `unknown command ${JSON.stringify(line)}` }));
+      continue;
+    }
+    const latencyMs = await timeExecutions(backend, exe, args, 2, Number(count));
+    console.log(JSON.stringify({ latencyMs, cpu: currentCpu() }));
+  }
+  exe.dispose();
+  disposeAll(args);
+  await backend.dispose();
+  process.exit(0);
+}
 const latencyMs = await timeExecutions(backend, exe, args, 10, runs);
 console.log(JSON.stringify({ primeLoadMs, loadsMs, latencyMs, outputsSha256, startupMs: backend.startupMs }));
 exe.dispose();

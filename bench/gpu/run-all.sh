@@ -13,6 +13,9 @@
 #   compile-load   bench/gpu/pjrt-compile-load.bench.ts          (issue 3)
 #   restart        bench/gpu/pjrt-restart.bench.ts: fresh-process load and latency on one
 #                  serialized program vs JAX running the same bytes (issue 3; after compile-load)
+#   restart-pinned bench/gpu/diag/cpu-speeds.ts (each CPU's speed), then the restart benchmark twice,
+#                  the whole of it (JAX too) pinned with taskset to the 4 fastest, then the 4 slowest
+#                  CPUs: on this virtual machine some vCPUs run the same work far slower than others
 #   first-result   bench/gpu/first-result.bench.ts               (issue 3)
 #   worker-start   bench/gpu/worker-start.bench.ts               (issue 5)
 #   memory         bench/gpu/memory-probe.bench.ts               (issue 7)
@@ -20,6 +23,9 @@
 #                  where that file exists
 #   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
 #   gpu-tests      bun test tests/gpu packages/backend-pjrt/test, figures to gpu-tests-<date>.json
+#   load-diag      bench/gpu/diag/load-breakdown.ts for ResNet-50 b1 and b32 (what source locations
+#                  cost a load), then one load under XLA's VLOG (logs/load-trace-b1.log), and the
+#                  host's CPU topology (logs/topology.log)
 #   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
 #                  on 1, 2, 4 and 8 HTTP threads (issue 6; wrk from .device/debs)
 #   part1 = setup export compile-load restart first-result cpu
@@ -52,7 +58,7 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|compile-load|restart|first-result|worker-start|memory|memory-worker|cpu|http) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|restart|restart-pinned|first-result|worker-start|memory|memory-worker|cpu|http) expanded+=("$p") ;;
     -h|--help) sed -n 2,27p "$0"; exit 0 ;;
     *) echo "unknown phase: $p (setup export compile-load restart first-result worker-start memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
   esac
@@ -63,9 +69,9 @@ ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
   want gpu-tests && ordered+=(gpu-tests)
-  for x in compile-load restart first-result worker-start memory memory-worker cpu; do want $x && need_export=1; done
+  for x in load-diag compile-load restart restart-pinned first-result worker-start memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in compile-load restart first-result worker-start memory memory-worker cpu http; do want $x && ordered+=($x); done
+  for x in load-diag compile-load restart restart-pinned first-result worker-start memory memory-worker cpu http; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -192,6 +198,19 @@ for phase in "${ordered[@]}"; do
     export)
       run_step export 300 bash -c "$(declare -f exported do_export); REPO='$REPO' WORK='$WORK' LOGS='$LOGS' do_export"
       ;;
+    load-diag)
+      { lscpu; echo; nvidia-smi topo -m; echo; echo "SMT siblings:"; sort -u /sys/devices/system/cpu/cpu*/topology/thread_siblings_list | tr '\n' ' '; echo; } >"$LOGS/topology.log" 2>&1
+      for b in 1 32; do
+        run_step load-diag-b$b 150 env SAVE_DIR="$WORK/diag" bun bench/gpu/diag/load-breakdown.ts "${XLASERVE_PJRT_PLUGIN:-}" \
+          "$WORK/models/resnet50" $b 15
+        grep '^{' "$LOGS/load-diag-b$b.log" | tail -1 >"$RES/load-breakdown-b$b-$STAMP.json"
+      done
+      if [ -f "$WORK/diag/exported/resnet50.b1.pjrt" ]; then
+        TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_MAX_VLOG_LEVEL=2 timeout 90 bun bench/gpu/diag/load-variants.ts "${XLASERVE_PJRT_PLUGIN:-}" \
+          "$WORK/models/resnet50" 1 trace "$WORK/diag/exported/resnet50.b1.pjrt" >"$LOGS/load-trace-b1.log" 2>&1
+        echo "load-diag: trace $(wc -l <"$LOGS/load-trace-b1.log") lines"
+      fi
+      ;;
     compile-load)
       run_step compile-load 300 bun bench/gpu/pjrt-compile-load.bench.ts --models "$WORK/models" \
         --save-serialized "$WORK/serialized" --loads 7 --runs 100 --latency-models resnet50
@@ -200,6 +219,18 @@ for phase in "${ordered[@]}"; do
       compiled=$(ls -t "$RES"/pjrt-compile-load-*.json 2>/dev/null | head -1)
       run_step restart 300 bun bench/gpu/pjrt-restart.bench.ts --models "$WORK/models" \
         --serialized "$WORK/serialized" ${compiled:+--compile-results "$compiled"} --rounds 5 --runs 200
+      ;;
+    restart-pinned)
+      run_step cpu-speeds 120 bun bench/gpu/diag/cpu-speeds.ts 3 --pick 4
+      grep '^{' "$LOGS/cpu-speeds.log" | tail -1 >"$RES/cpu-speeds-$STAMP.json"
+      compiled=$(ls -t "$RES"/pjrt-compile-load-*.json 2>/dev/null | head -1)
+      for which in picked slowest; do
+        cpus=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))[sys.argv[2]] or [])))' \
+          "$RES/cpu-speeds-$STAMP.json" "$which" 2>/dev/null)
+        [ -n "$cpus" ] || { echo "restart-pinned: no CPU list ($which)"; continue; }
+        run_step "restart-cpus-$which" 300 taskset -c "$cpus" bun bench/gpu/pjrt-restart.bench.ts --models "$WORK/models" \
+          --serialized "$WORK/serialized" ${compiled:+--compile-results "$compiled"} --rounds 5
+      done
       ;;
     first-result)
       prog=()

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { AbstractBackend, Logger } from "@xlaserve/core";
-import { XlaserveError, createLogger } from "@xlaserve/core";
+import { XlaserveError, compileOptionsOf, createLogger } from "@xlaserve/core";
 import { loadConfig, validateConfig } from "@xlaserve/core/config/load.ts";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
@@ -154,7 +154,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     });
     cache = c;
     const synced = new WeakSet<object>();
-    const options = { deterministic: config.pjrt.deterministic };
+    const options = compileOptionsOf(config);
     programs = async (bundle, module): Promise<LoadedProgram> => {
       if (!synced.has(bundle)) {
         synced.add(bundle);
@@ -174,7 +174,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       const t0 = performance.now();
       const executable = await backend.compile(
         { bytes: await module.read(), format: module.format, origin: module.path },
-        { deterministic: config.pjrt.deterministic },
+        compileOptionsOf(config),
       );
       return { executable, outcome: "uncached", compileMs: performance.now() - t0, loadMs: 0 };
     };

@@ -4,7 +4,7 @@
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { createLogger, elementCount, isXlaserveError, kserveName } from "@xlaserve/core";
+import { compileOptionsOf, createLogger, elementCount, isXlaserveError, kserveName } from "@xlaserve/core";
 import { loadBundle } from "@xlaserve/core/bundle/load.ts";
 import { cacheLs, cachePrune, cacheVerify, precompileRepository } from "@xlaserve/cache";
 import { parseByteSize } from "@xlaserve/cache/cli/out.ts";
@@ -196,7 +196,7 @@ async function compile(values: Values, repository: string | undefined): Promise<
     const summary = await precompileRepository({
       repository: resolve(config.repository.path),
       backend,
-      options: { deterministic: config.pjrt.deterministic },
+      options: compileOptionsOf(config),
       out: process.stdout,
       stateDir: resolve(config.cache.stateDir),
       loadBundle,

@@ -14,6 +14,7 @@ import {
 } from "@xlaserve/core";
 import { PjrtApi } from "./api/pjrt-api.ts";
 import { compileOptionsProto } from "./compile-options.ts";
+import { withUnknownLocations } from "./module-locations.ts";
 import { pjrtIdentity, rememberPluginFileHash } from "./identity.ts";
 import { compileInChild } from "./isolated/isolated-compile.ts";
 import { PjrtBuffer, downloadBuffer, uploadTensor } from "./runtime/buffer.ts";
@@ -142,9 +143,10 @@ export class PjrtBackend implements AbstractBackend {
     return downloadBuffer(this.live(), ownedBy(buffer, PjrtBuffer, "buffer"));
   }
 
-  async compile(module: ModuleSource, options: CompileOptions): Promise<Executable> {
+  async compile(source: ModuleSource, options: CompileOptions): Promise<Executable> {
     const client = this.live();
     const proto = compileOptionsProto(options);
+    const module = options.keepLocations ? source : withUnknownLocations(source);
     if (this.options.isolateCompile ?? true) {
       const serialized = await compileInChild({
         pluginPath: this.options.pluginPath,

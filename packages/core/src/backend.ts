@@ -139,6 +139,12 @@ export interface CompileOptions {
   readonly xlaFlags?: Readonly<Record<string, string | number | boolean>>;
   /** Device the program is compiled for. */
   readonly device?: number;
+  /**
+   * Compile the module with its source locations. Off by default: PJRT then compiles it with every
+   * location alias set to unknown, because XLA keeps locations as HLO metadata that each load of the
+   * program parses again (see the PJRT backend's module-locations.ts). Other backends ignore it.
+   */
+  readonly keepLocations?: boolean;
 }
 
 /** Canonical (key-sorted) JSON of compile options, the input to the cache's options hash. */
@@ -152,6 +158,8 @@ export function canonicalCompileOptions(options: CompileOptions): string {
   return JSON.stringify({
     deterministic: options.deterministic ?? false,
     device: options.device ?? 0,
+    // Only when set, so the keys of programs cached before the option existed stay valid.
+    ...(options.keepLocations ? { keepLocations: true } : {}),
     xlaFlags: sortedFlags,
   });
 }

@@ -19,5 +19,6 @@ export * from "./bundle/fingerprint.ts";
 export * from "./config/schema.ts";
 export * from "./config/env.ts";
 export * from "./config/load.ts";
+export * from "./config/compile-options.ts";
 export * from "./engine/discover.ts";
 export * from "./engine/select.ts";

@@ -24,6 +24,11 @@ export const ConfigSchema = Type.Object(
         memoryFraction: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.75 }),
         preallocate: Type.Boolean({ default: false }),
         deterministic: Type.Boolean({ default: false }),
+        keepLocations: Type.Boolean({
+          default: false,
+          description:
+            "compile modules with their source locations (XLA keeps them as metadata that every load of the program parses again)",
+        }),
         compileInChild: Type.Boolean({
           default: true,
           description: "compile in a child process so a compiler crash cannot take the worker down",
