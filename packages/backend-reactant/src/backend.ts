@@ -13,6 +13,7 @@ import {
   isXlaserveError,
 } from "@xlaserve/core";
 import { type NDArray, elementCount, sameShape, slotsPerElement } from "./array.ts";
+import { withCanonicalNaNs } from "./canonical-nans.ts";
 import type { Module, TensorType } from "./ir.ts";
 import { parseModule } from "./parser/parser.ts";
 import { Arena, takeData } from "./plan/arena.ts";
@@ -244,8 +245,14 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
         for (const r of results) release(arena, r);
         throw problem;
       }
-      // invoke handed the results over counted: each buffer takes over one count.
-      return results.map((r) => new ReactantBuffer(r as NDArray, arena, true));
+      // invoke handed the results over counted: each buffer takes over one count, or, where a
+      // NaN made a copy, the copy is counted and the result's count dropped.
+      return results.map((r) => {
+        const out = withCanonicalNaNs(r as NDArray);
+        if (out === r) return new ReactantBuffer(out, arena, true);
+        arena.release((r as NDArray).data);
+        return new ReactantBuffer(out, arena);
+      });
     },
 
     memoryStats: (): MemoryStats => ({ inUseBytes: arena.inUseBytes, peakBytes: arena.peakBytes, limitBytes: null }),
