@@ -91,3 +91,14 @@ describe("names", () => {
     expect(parseEntryName("nonsense.xprog")).toBeNull();
   });
 });
+
+describe("options hash", () => {
+  test("keepLocations joins the key only when set, so programs cached before the option stay found", () => {
+    const env = {};
+    // The canonical options of a default compile, written out as they were before keepLocations.
+    const before = sha256Hex(`${JSON.stringify({ deterministic: false, device: 0, xlaFlags: {} })}\n`);
+    expect(optionsHash({}, "", env)).toBe(before);
+    expect(optionsHash({ keepLocations: false }, "", env)).toBe(before);
+    expect(optionsHash({ keepLocations: true }, "", env)).not.toBe(before);
+  });
+});
