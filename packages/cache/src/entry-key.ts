@@ -6,8 +6,9 @@ const ENTRY_RE = /^([0-9a-f]{64})-([0-9a-f]{16})\.xprog$/;
 
 /**
  * Hash of everything besides the module bytes that the compiled program depends on: the
- * canonical compile options (deterministic flag, device, XLA flags, keepLocations when set) and an optional caller
- * string for anything else (e.g. a compile-time environment the backend does not report).
+ * canonical compile options (deterministic flag, device, XLA flags, keepLocations when set) and
+ * an optional caller string for anything else (e.g. a compile-time environment the backend does
+ * not report).
  */
 export function optionsHash(
   options: CompileOptions,
