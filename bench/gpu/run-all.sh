@@ -59,8 +59,8 @@ for p in "${phases[@]}"; do
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
     setup|export|gpu-tests|load-diag|compile-load|restart|restart-pinned|first-result|worker-start|memory|memory-worker|cpu|http) expanded+=("$p") ;;
-    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
-    *) echo "unknown phase: $p (setup export compile-load restart first-result worker-start memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load restart restart-pinned first-result worker-start memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -203,7 +203,8 @@ for phase in "${ordered[@]}"; do
       for b in 1 32; do
         run_step load-diag-b$b 150 env SAVE_DIR="$WORK/diag" bun bench/gpu/diag/load-breakdown.ts "${XLASERVE_PJRT_PLUGIN:-}" \
           "$WORK/models/resnet50" $b 15
-        grep '^{' "$LOGS/load-diag-b$b.log" | tail -1 >"$RES/load-breakdown-b$b-$STAMP.json"
+        line=$(grep '^{' "$LOGS/load-diag-b$b.log" 2>/dev/null | tail -1)
+        [ -n "$line" ] && echo "$line" >"$RES/load-breakdown-b$b-$STAMP.json"
       done
       if [ -f "$WORK/diag/exported/resnet50.b1.pjrt" ]; then
         TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_MAX_VLOG_LEVEL=2 timeout 90 bun bench/gpu/diag/load-variants.ts "${XLASERVE_PJRT_PLUGIN:-}" \
@@ -222,7 +223,8 @@ for phase in "${ordered[@]}"; do
       ;;
     restart-pinned)
       run_step cpu-speeds 120 bun bench/gpu/diag/cpu-speeds.ts 3 --pick 4
-      grep '^{' "$LOGS/cpu-speeds.log" | tail -1 >"$RES/cpu-speeds-$STAMP.json"
+      line=$(grep '^{' "$LOGS/cpu-speeds.log" 2>/dev/null | tail -1)
+      [ -n "$line" ] && echo "$line" >"$RES/cpu-speeds-$STAMP.json"
       compiled=$(ls -t "$RES"/pjrt-compile-load-*.json 2>/dev/null | head -1)
       for which in picked slowest; do
         cpus=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))[sys.argv[2]] or [])))' \

@@ -11,6 +11,7 @@ export class LineChild {
   private readonly lines: string[] = [];
   private waiting: ((line: string | null) => void) | null = null;
   private ended = false;
+  private broken = false;
   private stderrTail = "";
 
   constructor(
@@ -64,12 +65,15 @@ export class LineChild {
   }
 
   private nextLine(timeoutMs: number): Promise<string | null> {
+    if (this.broken) return Promise.reject(new Error(`${this.label}: an earlier answer timed out`));
     const queued = this.lines.shift();
     if (queued !== undefined) return Promise.resolve(queued);
     if (this.ended) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting = null;
+        // A late answer would otherwise answer the next request: the child is out of step for good.
+        this.broken = true;
         reject(new Error(`${this.label}: no answer within ${timeoutMs} ms; stderr: ${this.stderrTail.slice(-600)}`));
       }, timeoutMs);
       this.waiting = (line) => {

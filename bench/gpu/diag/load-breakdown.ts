@@ -43,6 +43,16 @@ const sha = (tensors: { data: ArrayBufferView }[]) => {
   return h.digest("hex");
 };
 
+/** sha256 of one run's outputs, the output buffers freed. */
+async function outputsSha(exe: Awaited<ReturnType<typeof be.compile>>): Promise<string> {
+  const outs = await be.execute(exe, args);
+  try {
+    return sha(await downloadAll(be, outs));
+  } finally {
+    for (const o of outs) o.dispose();
+  }
+}
+
 const weights = await uploadWeights(be, bundle);
 const inputs = await uploadAll(be, inputsFor(bundle, module, batch).tensors);
 const args = [...inputs, ...weights];
@@ -64,7 +74,7 @@ for (const name of names) {
     moduleTextBytes: source.bytes.byteLength,
     programBytes: bytes.byteLength,
     compileMs,
-    outputsSha256: sha(await downloadAll(be, await be.execute(exe, args))),
+    outputsSha256: await outputsSha(exe),
   };
   exe.dispose();
 }
@@ -90,6 +100,8 @@ for (let blk = 0; blk < 10; blk++) {
     latency[name]!.push(...(await timeExecutions(be, loaded[name], args, 2, 20)));
   }
 }
+for (const name of names) loaded[name]!.dispose();
+for (const a of args) a.dispose();
 for (const name of names) {
   figures[name]!.loadMs = summarize(loads[name]!);
   figures[name]!.loadsInOrder = loads[name];

@@ -89,3 +89,32 @@ describe("the PJRT backend compiles modules with unknown locations unless asked 
     }
   });
 });
+
+describe("withUnknownLocations keeps what it does not rewrite byte for byte", () => {
+  test("bytes that are not UTF-8, a byte-order mark and CRLF line endings survive", () => {
+    const head = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode("// m\r\n")]);
+    const body = new TextEncoder().encode('#loc1 = loc("a.py":1:2)\r\nmodule @m {\r\n  %s = "x');
+    const tail = new TextEncoder().encode('" loc(#loc1)\r\n} loc(#loc1)\r\n');
+    const bytes = new Uint8Array([...head, ...body, 0xff, 0xfe, ...tail]);
+    const out = withUnknownLocations({ bytes, format: "text" }).bytes;
+    const expected = new Uint8Array([
+      ...head,
+      ...new TextEncoder().encode('#loc1 = loc(unknown)\r\nmodule @m {\r\n  %s = "x'),
+      0xff,
+      0xfe,
+      ...tail,
+    ]);
+    expect(Buffer.from(out).equals(Buffer.from(expected))).toBe(true);
+    const crlfUnknown = text("#loc = loc(unknown)\r\nmodule @m {} loc(#loc)\r\n");
+    expect(withUnknownLocations(crlfUnknown)).toBe(crlfUnknown);
+  });
+
+  test("an alias whose value continues on the next line is left alone", () => {
+    const split = '#loc5 = loc(callsite(#loc1 at\n  #loc2))\n#loc6 = loc("f.py":3:4)\n';
+    expect(decode(withUnknownLocations(text(split)))).toBe(
+      "#loc5 = loc(callsite(#loc1 at\n  #loc2))\n#loc6 = loc(unknown)\n",
+    );
+    const tricky = text('#loc7 = loc(")(" at "x")\n');
+    expect(decode(withUnknownLocations(tricky))).toBe("#loc7 = loc(unknown)\n");
+  });
+});
