@@ -194,6 +194,9 @@ export const PJRT_Executable_Serialize_Args = args("PJRT_Executable_Serialize_Ar
   ["serialized_executable", C.ptr],
   ["serialized_executable_deleter", C.fnptr],
 ]);
+// The 0.113 header goes on with `load_options`; the 0.115 CUDA plugin's struct ends here (64
+// bytes: it logs "expected 64, got 72" for the longer one). xlaserve never sets load options, and
+// a shorter struct_size is what a plugin with the longer struct reads as "not given".
 export const PJRT_Executable_DeserializeAndLoad_Args = args("PJRT_Executable_DeserializeAndLoad_Args", [
   ["client", C.ptr],
   ["serialized_executable", C.ptr],
@@ -201,7 +204,6 @@ export const PJRT_Executable_DeserializeAndLoad_Args = args("PJRT_Executable_Des
   ["loaded_executable", C.ptr],
   ["overridden_serialized_compile_options", C.ptr],
   ["overridden_serialized_compile_options_size", C.size_t],
-  ["load_options", C.ptr],
 ]);
 export const PJRT_ExecuteOptions = args("PJRT_ExecuteOptions", [
   ["send_callbacks", C.ptr],
