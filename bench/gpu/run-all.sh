@@ -24,7 +24,8 @@
 #   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
 #   gpu-tests      bun test tests/gpu packages/backend-pjrt/test, figures to gpu-tests-<date>.json
 #   load-diag      bench/gpu/diag/load-breakdown.ts for ResNet-50 b1 and b32 (what source locations
-#                  cost a load), then one load under XLA's VLOG (logs/load-trace-b1.log), and the
+#                  cost a load), bench/gpu/diag/parallel-loads.ts (whether loads on 1, 2, 4, 8
+#                  threads overlap), one load under XLA's VLOG (logs/load-trace-b1.log), and the
 #                  host's CPU topology (logs/topology.log)
 #   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
 #                  on 1, 2, 4 and 8 HTTP threads (issue 6; wrk from .device/debs)
@@ -206,6 +207,12 @@ for phase in "${ordered[@]}"; do
         line=$(grep '^{' "$LOGS/load-diag-b$b.log" 2>/dev/null | tail -1)
         [ -n "$line" ] && echo "$line" >"$RES/load-breakdown-b$b-$STAMP.json"
       done
+      if [ -f "$WORK/diag/unknownLocations/resnet50.b1.pjrt" ]; then
+        run_step parallel-loads 120 bun bench/gpu/diag/parallel-loads.ts "${XLASERVE_PJRT_PLUGIN:-}" \
+          "$WORK/models/resnet50" 1 "$WORK/diag/unknownLocations/resnet50.b1.pjrt" 1,2,4,8 4
+        line=$(grep '^{' "$LOGS/parallel-loads.log" 2>/dev/null | tail -1)
+        [ -n "$line" ] && echo "$line" >"$RES/parallel-loads-$STAMP.json"
+      fi
       if [ -f "$WORK/diag/exported/resnet50.b1.pjrt" ]; then
         TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_MAX_VLOG_LEVEL=2 timeout 90 bun bench/gpu/diag/load-variants.ts "${XLASERVE_PJRT_PLUGIN:-}" \
           "$WORK/models/resnet50" 1 trace "$WORK/diag/exported/resnet50.b1.pjrt" >"$LOGS/load-trace-b1.log" 2>&1
