@@ -54,6 +54,27 @@ function firstRunHeld(scale: number) {
   return { c, groups, release: () => held.release() };
 }
 
+/**
+ * A coalescer of one batch row, one execution and a queue of one, whose first run waits for
+ * release(); run n answers n, or throws "boom" where failOn says.
+ */
+function oneSlotHeld(failOn?: number) {
+  const state = { calls: 0, release: () => {} };
+  const c = new Coalescer<{ batch: number | null }, number>({
+    maxBatch: 1,
+    maxInFlight: 1,
+    queueDepth: 1,
+    label: "m",
+    run: async () => {
+      const call = ++state.calls;
+      if (call === 1) await new Promise<void>((r) => (state.release = r));
+      if (call === failOn) throw new Error("boom");
+      return [call];
+    },
+  });
+  return { c, release: () => state.release(), calls: () => state.calls };
+}
+
 describe("request coalescing", () => {
   test("requests arriving during an execution leave together, in order, up to the largest batch", async () => {
     const { c, groups, release } = firstRunHeld(10);
@@ -70,20 +91,7 @@ describe("request coalescing", () => {
   });
 
   test("a full queue answers QUEUE_FULL; a failed execution fails only its group", async () => {
-    let calls = 0;
-    let release: () => void = () => {};
-    const c = new Coalescer<{ batch: number | null }, number>({
-      maxBatch: 1,
-      maxInFlight: 1,
-      queueDepth: 1,
-      label: "m",
-      run: async () => {
-        calls++;
-        if (calls === 1) await new Promise<void>((r) => (release = r));
-        if (calls === 2) throw new Error("boom");
-        return [calls];
-      },
-    });
+    const { c, release } = oneSlotHeld(2);
     const a = c.submit(null, { batch: 1 });
     const b = c.submit(null, { batch: 1 });
     await expect(c.submit(null, { batch: 1 })).rejects.toThrow("queue is full");
@@ -110,19 +118,7 @@ describe("request coalescing", () => {
   });
 
   test("a full queue first drops its aborted requests; a request aborted before it runs leaves the batcher idle", async () => {
-    let release: () => void = () => {};
-    let calls = 0;
-    const c = new Coalescer<{ batch: number | null }, number>({
-      maxBatch: 1,
-      maxInFlight: 1,
-      queueDepth: 1,
-      label: "m",
-      run: async () => {
-        calls++;
-        if (calls === 1) await new Promise<void>((r) => (release = r));
-        return [calls];
-      },
-    });
+    const { c, release, calls } = oneSlotHeld();
     const a = c.submit(null, { batch: 1 });
     const gone = new AbortController();
     const queued = c.submit(null, { batch: 1 }, gone.signal);
@@ -137,6 +133,6 @@ describe("request coalescing", () => {
     early.abort();
     await expect(c.submit(null, { batch: 1 }, early.signal)).rejects.toMatchObject({ code: "UNAVAILABLE" });
     await c.idle(); // resolves: nothing runs, nothing waits
-    expect(calls).toBe(2);
+    expect(calls()).toBe(2);
   });
 });

