@@ -17,16 +17,23 @@
 #                  the whole of it (JAX too) pinned with taskset to the 4 fastest, then the 4 slowest
 #                  CPUs: on this virtual machine some vCPUs run the same work far slower than others
 #   first-result   bench/gpu/first-result.bench.ts               (issue 3)
-#   worker-start   bench/gpu/worker-start.bench.ts               (issue 5)
+#   worker-start   bench/gpu/worker-start.bench.ts               (issue 5); warm starts take turns
+#                  over pjrt.loadThreads 0 and 4
+#   reload-stall   bench/gpu/reload-stall.bench.ts: MLP latency while ResNet-50 recompiles on a hot
+#                  reload (after worker-start: its warm repository)
 #   memory         bench/gpu/memory-probe.bench.ts               (issue 7)
 #   memory-worker  bench/memory-probe.bench.ts (the worker owner's in-process probe; issue 7),
 #                  where that file exists
 #   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
 #   gpu-tests      bun test tests/gpu packages/backend-pjrt/test, figures to gpu-tests-<date>.json
 #   load-diag      bench/gpu/diag/load-breakdown.ts for ResNet-50 b1 and b32 (what source locations
-#                  cost a load), bench/gpu/diag/parallel-loads.ts (whether loads on 1, 2, 4, 8
-#                  threads overlap), one load under XLA's VLOG (logs/load-trace-b1.log), and the
-#                  host's CPU topology (logs/topology.log)
+#                  cost a load), one load under XLA's VLOG (logs/load-trace-b1.log), and the host's
+#                  CPU topology (logs/topology.log)
+#   load-alloc     after compile-load, on its serialized ResNet-50 b1: bench/gpu/diag/parallel-loads.ts
+#                  (loads on 1, 2, 4, 8 threads at once) and bench/gpu/diag/allocators.ts (loads in
+#                  fresh processes under glibc malloc, jemalloc, tcmalloc and mimalloc from .device/debs)
+#   load-faults    after compile-load: bench/gpu/diag/first-load-faults.ts, 3 rounds of fresh processes
+#                  per variant: a first load's page faults, which mappings they filled, and prefaults
 #   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
 #                  on 1, 2, 4 and 8 HTTP threads (issue 6; wrk from .device/debs)
 #   part1 = setup export compile-load restart first-result cpu
@@ -59,9 +66,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|restart|restart-pinned|first-result|worker-start|memory|memory-worker|cpu|http) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|restart|restart-pinned|first-result|worker-start|reload-stall|memory|memory-worker|cpu|http) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load restart restart-pinned first-result worker-start memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -70,9 +77,9 @@ ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
   want gpu-tests && ordered+=(gpu-tests)
-  for x in load-diag compile-load restart restart-pinned first-result worker-start memory memory-worker cpu; do want $x && need_export=1; done
+  for x in load-diag compile-load load-alloc load-faults restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load restart restart-pinned first-result worker-start memory memory-worker cpu http; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -207,12 +214,6 @@ for phase in "${ordered[@]}"; do
         line=$(grep '^{' "$LOGS/load-diag-b$b.log" 2>/dev/null | tail -1)
         [ -n "$line" ] && echo "$line" >"$RES/load-breakdown-b$b-$STAMP.json"
       done
-      if [ -f "$WORK/diag/unknownLocations/resnet50.b1.pjrt" ]; then
-        run_step parallel-loads 120 bun bench/gpu/diag/parallel-loads.ts "${XLASERVE_PJRT_PLUGIN:-}" \
-          "$WORK/models/resnet50" 1 "$WORK/diag/unknownLocations/resnet50.b1.pjrt" 1,2,4,8 4
-        line=$(grep '^{' "$LOGS/parallel-loads.log" 2>/dev/null | tail -1)
-        [ -n "$line" ] && echo "$line" >"$RES/parallel-loads-$STAMP.json"
-      fi
       if [ -f "$WORK/diag/exported/resnet50.b1.pjrt" ]; then
         TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_MAX_VLOG_LEVEL=2 timeout 90 bun bench/gpu/diag/load-variants.ts "${XLASERVE_PJRT_PLUGIN:-}" \
           "$WORK/models/resnet50" 1 trace "$WORK/diag/exported/resnet50.b1.pjrt" >"$LOGS/load-trace-b1.log" 2>&1
@@ -222,6 +223,33 @@ for phase in "${ordered[@]}"; do
     compile-load)
       run_step compile-load 300 bun bench/gpu/pjrt-compile-load.bench.ts --models "$WORK/models" \
         --save-serialized "$WORK/serialized" --loads 7 --runs 100 --latency-models resnet50
+      ;;
+    load-alloc)
+      prog="$WORK/serialized/resnet50.b1.pjrt"
+      [ -f "$prog" ] || { echo "load-alloc: no $prog (run compile-load first)"; continue; }
+      run_step parallel-loads 120 bun bench/gpu/diag/parallel-loads.ts "${XLASERVE_PJRT_PLUGIN:-}" \
+        "$WORK/models/resnet50" 1 "$prog" 1,2,4,8 4
+      line=$(grep '^{' "$LOGS/parallel-loads.log" 2>/dev/null | tail -1)
+      [ -n "$line" ] && echo "$line" >"$RES/parallel-loads-$STAMP.json"
+      libs=()
+      for pair in jemalloc=libjemalloc.so.2 tcmalloc=libtcmalloc_minimal.so.4 mimalloc=libmimalloc.so.2; do
+        so=$(find "$WORK/blas" -name "${pair#*=}" 2>/dev/null | head -1)
+        [ -n "$so" ] && libs+=("${pair%%=*}=$so")
+      done
+      run_step allocators 200 bun bench/gpu/diag/allocators.ts "${XLASERVE_PJRT_PLUGIN:-}" \
+        "$WORK/models/resnet50" "$prog" 6 glibc=glibc "${libs[@]}"
+      line=$(grep '^{' "$LOGS/allocators.log" 2>/dev/null | tail -1)
+      [ -n "$line" ] && echo "$line" >"$RES/allocators-$STAMP.json"
+      ;;
+    load-faults)
+      prog="$WORK/serialized/resnet50.b1.pjrt"
+      [ -f "$prog" ] || { echo "load-faults: no $prog (run compile-load first)"; continue; }
+      for i in 1 2 3; do
+        for v in none plugin-code all-code heap code+heap thread thread+prefault; do
+          run_step "load-faults-$i-$v" 60 bun bench/gpu/diag/first-load-faults.ts "${XLASERVE_PJRT_PLUGIN:-}" "$prog" "$v"
+          grep '^{"variant"' "$LOGS/load-faults-$i-$v.log" >>"$RES/load-faults-$STAMP.jsonl"
+        done
+      done
       ;;
     restart)
       compiled=$(ls -t "$RES"/pjrt-compile-load-*.json 2>/dev/null | head -1)
@@ -249,7 +277,12 @@ for phase in "${ordered[@]}"; do
       ;;
     worker-start)
       run_step worker-start 330 bun bench/gpu/worker-start.bench.ts --models "$WORK/models" --engine pjrt \
-        --runs 1 --warm-per-cold 3 --keep-repo "$WORK/warm-repo" --timeout-s 280
+        --runs 1 --warm-per-cold 6 --load-threads 0,4 --keep-repo "$WORK/warm-repo" --timeout-s 280
+      ;;
+    reload-stall)
+      from=()
+      [ -f "$WORK/warm-repo/resnet50/manifest.yaml" ] && from=(--repo-from "$WORK/warm-repo")
+      run_step reload-stall 240 bun bench/gpu/reload-stall.bench.ts --models "$WORK/models" "${from[@]}"
       ;;
     memory)
       from=()

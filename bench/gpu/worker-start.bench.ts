@@ -7,7 +7,11 @@
  * Also the ResNet-50 program load ms from the worker's "model loaded" log lines (warm starts).
  *
  *   bun bench/gpu/worker-start.bench.ts --models DIR [--engine pjrt] [--plugin SO] [--runs 2]
- *       [--warm-per-cold 2] [--keep-repo DIR] [--timeout-s 400] [--results-dir D]
+ *       [--warm-per-cold 2] [--load-threads 0,4] [--keep-repo DIR] [--timeout-s 400] [--results-dir D]
+ *
+ * With --load-threads, warm starts take turns over those pjrt.loadThreads settings (0: programs
+ * load one after another on the engine thread) and each setting's ready time and model-loading
+ * phase are compared with the first's, measured in the same run.
  */
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,6 +29,7 @@ bun bench/gpu/worker-start.bench.ts --models DIR [options]
   --plugin SO          PJRT plugin (default: $XLASERVE_PJRT_PLUGIN, else jax-cuda13-pjrt's)
   --runs N             cold starts (default 2); each followed by --warm-per-cold warm starts
   --warm-per-cold N    warm starts after each cold start (default 2)
+  --load-threads L     comma list of pjrt.loadThreads values that warm starts take turns over
   --keep-repo DIR      leave the warm repository (with .cache/) there for later benchmarks
   --timeout-s N        limit per start (default 400)
   --results-dir DIR    where the JSON goes
@@ -35,6 +40,7 @@ const { values } = parseFlags(USAGE, {
   plugin: { type: "string" },
   runs: { type: "string" },
   "warm-per-cold": { type: "string" },
+  "load-threads": { type: "string" },
   "keep-repo": { type: "string" },
   "timeout-s": { type: "string" },
   "results-dir": { type: "string" },
@@ -52,13 +58,25 @@ const source = resolve(values.models);
 const runs = Math.max(1, intFlag(values.runs, 2, "runs"));
 const warmPerCold = Math.max(1, intFlag(values["warm-per-cold"], 2, "warm-per-cold"));
 const timeoutMs = intFlag(values["timeout-s"], 400, "timeout-s") * 1000;
+const loadThreads = typeof values["load-threads"] === "string" ? values["load-threads"].split(",").map(Number) : [];
+if (loadThreads.some((n) => !Number.isInteger(n) || n < 0)) {
+  console.error(`--load-threads takes integers >= 0\n${USAGE}`);
+  process.exit(2);
+}
 const work = mkdtempSync(join(tmpdir(), "xlaserve-worker-start-"));
 const repository = join(work, "models");
 const stateDir = join(work, "state");
 
 const result = new BenchResult(`worker-start-${engine}`);
 result.dir = resultsDir(values["results-dir"] as string | undefined);
-result.figure("settings", { source, engine, runs, warmPerCold, measure: "spawn -> /v2/health/ready 200" });
+result.figure("settings", {
+  source,
+  engine,
+  runs,
+  warmPerCold,
+  loadThreads: loadThreads.length ? loadThreads : "default",
+  measure: "spawn -> /v2/health/ready 200",
+});
 
 let plugin: string | undefined;
 if (engine !== "reactant") {
@@ -71,19 +89,25 @@ if (engine !== "reactant") {
 
 interface Start {
   kind: "cold" | "warm";
+  loadThreads: number | null;
   readyMs: number;
+  /** The worker's own "models" phase of its ready line: every bundle read, loaded and admitted. */
+  modelsMs: number | null;
   programs: ReturnType<typeof programLoads>;
   models: string[];
 }
 const starts: Start[] = [];
 
-async function once(kind: "cold" | "warm", r: number): Promise<void> {
+async function once(kind: "cold" | "warm", r: number, threads: number | null = null): Promise<void> {
   await result.step(`${kind} start ${r}`, async () => {
-    const w = await startWorkerProcess({ repository, stateDir, engine, plugin, timeoutMs });
+    const env = threads === null ? {} : { XLASERVE_PJRT__LOAD_THREADS: String(threads) };
+    const w = await startWorkerProcess({ repository, stateDir, engine, plugin, timeoutMs, env });
     try {
       const programs = programLoads(w.logs);
       const models = [...new Set(programs.map((p) => p.model))];
-      starts.push({ kind, readyMs: w.readyMs, programs, models });
+      const readyLine = w.logs.find((l) => String(l.msg).startsWith("ready in"));
+      const modelsMs = (readyLine?.phases as { models?: number } | undefined)?.models ?? null;
+      starts.push({ kind, loadThreads: threads, readyMs: w.readyMs, modelsMs, programs, models });
       const outcomes = programs.map((p) => p.cache);
       console.log(
         `  ${kind} start ${r}: ready at ${w.readyMs.toFixed(1)} ms, ${models.length} models, programs ${outcomes.join(",")}`,
@@ -94,6 +118,7 @@ async function once(kind: "cold" | "warm", r: number): Promise<void> {
         .filter((l) => l.msg === "model loaded")
         .map((l) => ({ model: l.model, ms: l.ms, phases: l.phases, figures: l.figures }));
       result.figure(`${kind} start ${r} breakdown`, {
+        loadThreads: threads,
         ready: ready?.phases ?? null,
         readyMs: ready?.ms ?? null,
         loads,
@@ -123,7 +148,10 @@ try {
     rmSync(stateDir, { recursive: true, force: true });
     cpSync(source, repository, { recursive: true, filter: (src) => basename(src) !== ".cache" });
     await once("cold", r);
-    for (let k = 0; k < warmPerCold; k++) await once("warm", r * warmPerCold + k);
+    for (let k = 0; k < warmPerCold; k++) {
+      const threads = loadThreads.length ? (loadThreads[k % loadThreads.length] as number) : null;
+      await once("warm", r * warmPerCold + k, threads);
+    }
   }
   if (typeof values["keep-repo"] === "string") {
     const keep = resolve(values["keep-repo"]);
@@ -162,6 +190,21 @@ result.ratio(
   { label: "warm ready ms", value: warmMed },
   engine === "pjrt" ? ">= 10" : undefined,
 );
+// Each load-thread setting against the first one's, over warm starts of the same run.
+const bySetting = (n: number) => warm.filter((s) => s.loadThreads === n);
+for (const n of loadThreads.slice(1)) {
+  const base = loadThreads[0] as number;
+  for (const [what, pick] of [
+    ["warm ready ms", (s: Start) => s.readyMs],
+    ["models phase ms", (s: Start) => s.modelsMs ?? Number.NaN],
+  ] as const) {
+    result.ratio(
+      `${what} loadThreads ${n}/${base}`,
+      { label: `median ${what}, loadThreads ${n}`, value: round(median(bySetting(n).map(pick))) },
+      { label: `median ${what}, loadThreads ${base}`, value: round(median(bySetting(base).map(pick))) },
+    );
+  }
+}
 const resnet = perProgram.filter((p) => p.program.startsWith("resnet50/"));
 for (const p of resnet) {
   result.figure(`resnet50 program load ms ${p.program}`, p.warmMs);

@@ -225,6 +225,27 @@ self.onmessage = (event: MessageEvent) => {
   chain = chain.then(() => serveBatch(calls));
 };
 
+/**
+ * Compiles and program loads are answered on their own, when they finish, instead of holding the
+ * calls behind them: a PJRT compile waits seconds on its child process and a load runs on the
+ * backend's loader threads, and meanwhile every other model's requests keep being served. Each
+ * starts in its place in the order (so a later dispose or peak reset still follows it); compiles
+ * run one at a time, since concurrent autotuning on one device measures each kernel under the
+ * other's load and stacks their scratch memory.
+ */
+const detachedOps = new Set(["compile", "deserialize"]);
+let compiles: Promise<unknown> = Promise.resolve();
+
+function startDetached(msg: Record<string, unknown>): void {
+  const id = msg.id as number;
+  const run = msg.op === "compile" ? compiles.then(() => handle(msg)) : handle(msg);
+  if (msg.op === "compile") compiles = run.catch(() => {});
+  run.then(
+    (r) => self.postMessage({ detached: { id, ok: true, value: r.value }, stats: stats() }, r.transfer ?? []),
+    (err) => self.postMessage({ detached: { id, ok: false, error: wireError(err) }, stats: stats() }),
+  );
+}
+
 async function serveBatch(calls: Record<string, unknown>[]): Promise<void> {
   const replies: unknown[] = [];
   const transfer: ArrayBuffer[] = [];
@@ -242,6 +263,10 @@ async function serveBatch(calls: Record<string, unknown>[]): Promise<void> {
   for (const [i, msg] of calls.entries()) {
     const id = msg.id as number;
     if (msg.op === "upload" && !started.has(msg)) startUploadsFrom(i);
+    if (id !== 0 && detachedOps.has(msg.op as string)) {
+      startDetached(msg);
+      continue;
+    }
     try {
       const r = await (started.get(msg) ?? handle(msg));
       if (id !== 0) replies.push({ id, ok: true, value: r.value });

@@ -89,6 +89,7 @@ export async function createBackend(
       memoryFraction: config.pjrt.memoryFraction,
       preallocate: config.pjrt.preallocate,
       isolateCompile: config.pjrt.compileInChild,
+      loadThreads: config.pjrt.loadThreads,
       pluginFileHash,
     };
     if (opts.engineThread ?? true) {

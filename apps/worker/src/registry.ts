@@ -475,12 +475,19 @@ export class ModelRegistry implements ModelRegistryView {
     try {
       const bundle = await loadBundle(dir);
       mark("readMs");
-      for (const module of bundle.modules) {
-        // Shared with requests, exclusive of probes: compile scratch never lands in a probe's peak.
-        const program = await this.deviceLock.shared(() => this.options.programs(bundle, module));
-        programs.set(module, program);
-        this.options.hooks?.programLoaded?.(name, program);
+      // A model's programs load together: the PJRT backend loads each on a loader thread of its
+      // own, and loads overlap (bench/results/pjrt-parallel-loads-*). Shared with requests,
+      // exclusive of probes: compile scratch never lands in a probe's peak.
+      const settled = await Promise.allSettled(
+        bundle.modules.map((module) => this.deviceLock.shared(() => this.options.programs(bundle, module))),
+      );
+      // Every program that did load is kept in the map first, so a failure below frees them all.
+      for (const [i, s] of settled.entries()) {
+        if (s.status === "fulfilled") programs.set(bundle.modules[i] as BundleModule, s.value);
       }
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+      if (failed) throw failed.reason;
+      for (const program of programs.values()) this.options.hooks?.programLoaded?.(name, program);
       mark("programsMs");
       // From here to the swap, one model at a time: each admission sees the models admitted before
       // it, as when bundles loaded one by one (their reads and program loads still overlap).

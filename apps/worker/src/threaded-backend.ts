@@ -84,7 +84,9 @@ class ThreadExecutable implements Executable {
  * the CPU engine computes in JavaScript and native BLAS, and PJRT's execute call launches kernels
  * on the calling thread; on the HTTP event loop either would stall every other request. Calls are forwarded in order; buffers and programs are handles.
  * memoryStats() is synchronous in the interface, so it returns the figures the engine reported
- * with its last reply; `refreshMemoryStats()` waits for every earlier call to land first.
+ * with its last reply; `refreshMemoryStats()` waits for every earlier call to land first, except
+ * compiles and program loads, which the engine answers on their own when they finish (the
+ * registry never probes while either is in flight: they hold its device lock shared).
  */
 export class ThreadedBackend implements AbstractBackend, InlineHost {
   private readonly worker: Worker;
@@ -119,21 +121,20 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
         }
         return;
       }
+      if ((event.data as { detached?: Reply }).detached) {
+        // A compile or load answered on its own (engine-thread.ts): the batch it came in has
+        // already been answered, so the flow of batches is not touched.
+        const { detached, stats } = event.data as { detached: Reply; stats: MemoryStats | null };
+        if (stats) this.stats = stats;
+        this.settle(detached);
+        return;
+      }
       const batch = event.data as { replies: Reply[]; stats: MemoryStats | null };
       if (batch.stats) this.stats = batch.stats;
       this.inFlight = false;
       // Settle after sending what queued meanwhile: the engine starts on it while these resolve.
       this.flush();
-      for (const msg of batch.replies) {
-        const p = this.pending.get(msg.id);
-        if (!p) continue;
-        this.pending.delete(msg.id);
-        if (msg.ok) p.resolve(msg.value);
-        else {
-          const e = msg.error ?? { code: "INTERNAL", message: "engine thread error", details: {} };
-          p.reject(new XlaserveError(e.code as XlaserveError["code"], e.message, e.details));
-        }
-      }
+      for (const msg of batch.replies) this.settle(msg);
     };
     this.worker.onerror = (event) => {
       // The engine is gone: fail what waits and everything after, rather than hang.
@@ -142,6 +143,17 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
     };
+  }
+
+  private settle(msg: Reply): void {
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    this.pending.delete(msg.id);
+    if (msg.ok) p.resolve(msg.value);
+    else {
+      const e = msg.error ?? { code: "INTERNAL", message: "engine thread error", details: {} };
+      p.reject(new XlaserveError(e.code as XlaserveError["code"], e.message, e.details));
+    }
   }
 
   static async create(spec: BackendSpec): Promise<ThreadedBackend> {

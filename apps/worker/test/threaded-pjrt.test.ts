@@ -51,6 +51,45 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
     });
   }
 
+  test("a compile or a program load in progress holds up no other program's requests", async () => {
+    const be = await ThreadedBackend.create({
+      module: "@xlaserve/backend-pjrt",
+      export: "createPjrtBackend",
+      args: { pluginPath: path, isolateCompile: true, pluginFileHash: "0123456789abcdef" },
+    });
+    try {
+      const fast = await be.compile(MODULE, {});
+      // The mock sleeps this long in compile (here in the compile child) and in every load.
+      const slowText = "module @slow { func.func @main() } // mock.sleep_ms=1500";
+      const slowProgram = new TextEncoder().encode(`MOCKEXEC:${slowText}`);
+      const settledAt: Record<string, number> = {};
+      const t0 = performance.now();
+      const compiling = be
+        .compile({ bytes: new TextEncoder().encode(slowText), format: "text" }, {})
+        .finally(() => (settledAt.compile = performance.now() - t0));
+      const loading = be.deserialize(slowProgram, {}).finally(() => (settledAt.load = performance.now() - t0));
+      const answeredAt: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const outs = await be.run(fast, [f32([i, i])], []);
+        expect(Array.from(outs[1]!.data as Int32Array)).toEqual([1]);
+        answeredAt.push(performance.now() - t0);
+      }
+      const [compiled, loaded] = await Promise.all([compiling, loading]);
+      // Every request was answered while both were still running.
+      expect(Math.max(...answeredAt)).toBeLessThan(Math.min(settledAt.compile!, settledAt.load!));
+      expect(settledAt.load!).toBeGreaterThanOrEqual(1400);
+      // and what they produced works
+      for (const exe of [compiled, loaded]) {
+        const outs = await be.run(exe, [f32([2, 3])], []);
+        expect(Array.from(outs[0]!.data as Float32Array)).toEqual([2, 3]);
+        exe.dispose();
+      }
+      fast.dispose();
+    } finally {
+      await be.dispose();
+    }
+  }, 20_000);
+
   test("a plugin that fails the gate fails creation with its own code", async () => {
     await expect(
       ThreadedBackend.create({

@@ -12,8 +12,14 @@
  * null_api | no_clear_stats (an empty slot), and -DMOCK_NO_GETPJRTAPI which leaves the
  * GetPjrtApi symbol out. The environment
  * variable MOCK_PJRT_VARIANT, where set, overrides the built-in variant.
+ *
+ * Loads may come from several threads at once (the backend's loader threads), so every counter
+ * and live-object count is updated with __atomic builtins. A module whose text holds
+ * `mock.sleep_ms=<N>` sleeps N ms in compile and in every load of its serialized form, so tests
+ * can see loads overlap.
  */
 #define _GNU_SOURCE /* memmem */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,19 +43,54 @@ static size_t last_options_size;
 static char client_options[1024];
 static int last_semantics = -1;
 
-static void count(int slot) { calls[slot]++; }
+#define ADD(var, n) __atomic_add_fetch(&(var), (n), __ATOMIC_SEQ_CST)
+#define LOAD(var) __atomic_load_n(&(var), __ATOMIC_SEQ_CST)
 
-int mock_calls(int slot) { return slot >= 0 && slot < SLOT_COUNT ? calls[slot] : -1; }
-int mock_live_errors(void) { return live_errors; }
-int mock_live_buffers(void) { return live_buffers; }
-int mock_live_events(void) { return live_events; }
-int mock_live_executables(void) { return live_executables; }
+static void count(int slot) { ADD(calls[slot], 1); }
+
+/* Raises `gauge` to `value` if it is lower, without losing a concurrent raise. */
+static void raise_to(int64_t* gauge, int64_t value) {
+  int64_t seen = LOAD(*gauge);
+  while (seen < value && !__atomic_compare_exchange_n(gauge, &seen, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+}
+
+int mock_calls(int slot) { return slot >= 0 && slot < SLOT_COUNT ? LOAD(calls[slot]) : -1; }
+int mock_live_errors(void) { return LOAD(live_errors); }
+int mock_live_buffers(void) { return LOAD(live_buffers); }
+int mock_live_events(void) { return LOAD(live_events); }
+int mock_live_executables(void) { return LOAD(live_executables); }
 int mock_last_semantics(void) { return last_semantics; }
 const char* mock_client_options(void) { return client_options; }
 size_t mock_last_options(void* out, size_t cap) {
   size_t n = last_options_size < cap ? last_options_size : cap;
   memcpy(out, last_options, n);
   return last_options_size;
+}
+
+/*
+ * Loads: how many ran at the same time at most (since the last reset), and how many ran on a
+ * thread other than the one that created the client, so tests can tell where loads happen.
+ */
+static int64_t loads_running, max_loads_running;
+static int loads_off_client_thread;
+static pthread_t client_thread;
+static int client_thread_known;
+
+int mock_max_concurrent_loads(void) { return (int)LOAD(max_loads_running); }
+void mock_reset_max_concurrent_loads(void) { __atomic_store_n(&max_loads_running, 0, __ATOMIC_SEQ_CST); }
+int mock_loads_off_client_thread(void) { return LOAD(loads_off_client_thread); }
+
+/* Sleeps as long as a `mock.sleep_ms=<N>` marker in the module text asks (no marker: not at all). */
+static void sleep_as_asked(const char* code, size_t size) {
+  static const char marker[] = "mock.sleep_ms=";
+  const char* at = memmem(code, size, marker, sizeof marker - 1);
+  if (!at) return;
+  long ms = 0;
+  for (const char* d = at + sizeof marker - 1; d < code + size && *d >= '0' && *d <= '9'; d++) ms = ms * 10 + (*d - '0');
+  struct timespec delay = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&delay, &delay) != 0 && errno == EINTR) {
+  }
 }
 
 /* The C compiler's own offsets and sizes, as "type.field=value;" text for the layout tests. */
@@ -73,7 +114,7 @@ static void* make_error(int code, const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(e->message, sizeof e->message, fmt, ap);
   va_end(ap);
-  live_errors++;
+  ADD(live_errors, 1);
   return e;
 }
 
@@ -88,7 +129,7 @@ static void error_destroy(PJRT_Error_Destroy_Args* a) {
   count(SLOT_PJRT_Error_Destroy);
   if (a->error) {
     free(a->error);
-    live_errors--;
+    ADD(live_errors, -1);
   }
 }
 static void error_message(PJRT_Error_Message_Args* a) {
@@ -166,7 +207,7 @@ static mock_event* make_event(int code, const char* message) {
   mock_event* e = calloc(1, sizeof *e);
   e->code = code;
   if (message) snprintf(e->message, sizeof e->message, "%s", message);
-  live_events++;
+  ADD(live_events, 1);
   return e;
 }
 
@@ -175,7 +216,7 @@ static void* event_destroy(PJRT_Event_Destroy_Args* a) {
   CHECK(a, PJRT_Event_Destroy_Args);
   if (a->event) {
     free(a->event);
-    live_events--;
+    ADD(live_events, -1);
   }
   return NULL;
 }
@@ -212,7 +253,7 @@ static int callbacks_from_other_threads;
 static pthread_t js_thread;
 static int js_thread_known;
 
-int mock_callbacks_from_other_threads(void) { return callbacks_from_other_threads; }
+int mock_callbacks_from_other_threads(void) { return LOAD(callbacks_from_other_threads); }
 
 static void* on_ready_thread(void* p) {
   on_ready_job* job = p;
@@ -270,6 +311,8 @@ static void* client_create(PJRT_Client_Create_Args* a) {
     }
     used += (size_t)snprintf(client_options + used, sizeof client_options - used, "%s=%s;", name, value);
   }
+  client_thread = pthread_self();
+  __atomic_store_n(&client_thread_known, 1, __ATOMIC_SEQ_CST);
   a->client = &client_token;
   return NULL;
 }
@@ -333,8 +376,8 @@ static void* description_attributes(PJRT_DeviceDescription_Attributes_Args* a) {
 static void* device_memory_stats(PJRT_Device_MemoryStats_Args* a) {
   count(SLOT_PJRT_Device_MemoryStats);
   CHECK(a, PJRT_Device_MemoryStats_Args);
-  a->bytes_in_use = bytes_in_use;
-  a->peak_bytes_in_use = peak_bytes;
+  a->bytes_in_use = LOAD(bytes_in_use);
+  a->peak_bytes_in_use = LOAD(peak_bytes);
   a->peak_bytes_in_use_is_set = true;
   a->bytes_limit = 1 << 30;
   a->bytes_limit_is_set = true;
@@ -343,7 +386,7 @@ static void* device_memory_stats(PJRT_Device_MemoryStats_Args* a) {
 static void* device_clear_memory_stats(PJRT_Device_ClearMemoryStats_Args* a) {
   count(SLOT_PJRT_Device_ClearMemoryStats);
   CHECK(a, PJRT_Device_ClearMemoryStats_Args);
-  peak_bytes = bytes_in_use;
+  __atomic_store_n(&peak_bytes, LOAD(bytes_in_use), __ATOMIC_SEQ_CST);
   return NULL;
 }
 
@@ -372,9 +415,8 @@ static mock_buffer* make_buffer(int type, const int64_t* dims, size_t ndims) {
   }
   b->size = n * element_size(type);
   b->data = calloc(1, b->size ? b->size : 1);
-  live_buffers++;
-  bytes_in_use += (int64_t)b->size;
-  if (bytes_in_use > peak_bytes) peak_bytes = bytes_in_use;
+  ADD(live_buffers, 1);
+  raise_to(&peak_bytes, ADD(bytes_in_use, (int64_t)b->size));
   return b;
 }
 
@@ -396,10 +438,10 @@ static void* buffer_destroy(PJRT_Buffer_Destroy_Args* a) {
   CHECK(a, PJRT_Buffer_Destroy_Args);
   mock_buffer* b = a->buffer;
   if (b) {
-    bytes_in_use -= (int64_t)b->size;
+    ADD(bytes_in_use, -(int64_t)b->size);
     free(b->data);
     free(b);
-    live_buffers--;
+    ADD(live_buffers, -1);
   }
   return NULL;
 }
@@ -447,7 +489,7 @@ static mock_exec* make_exec(const char* code, size_t size) {
   memcpy(e->code, code, size);
   e->code[size] = 0;
   e->code_size = size;
-  live_executables++;
+  ADD(live_executables, 1);
   return e;
 }
 
@@ -470,6 +512,7 @@ static void* client_compile(PJRT_Client_Compile_Args* a) {
     abort();
   }
   if (memmem(code, p->code_size, "mock.fail", 9)) return make_error(3, "mock: cannot parse %s at line %ld", "module", 1L);
+  sleep_as_asked(code, p->code_size);
   mock_exec* e = make_exec(code, p->code_size);
   e->loaded = 1;
   a->executable = e;
@@ -480,7 +523,7 @@ static void free_exec(mock_exec* e) {
   if (!e) return;
   free(e->code);
   free(e);
-  live_executables--;
+  ADD(live_executables, -1);
 }
 static void* loaded_destroy(PJRT_LoadedExecutable_Destroy_Args* a) {
   count(SLOT_PJRT_LoadedExecutable_Destroy);
@@ -527,14 +570,20 @@ static void* executable_serialize(PJRT_Executable_Serialize_Args* a) {
 static void* deserialize_and_load(PJRT_Executable_DeserializeAndLoad_Args* a) {
   count(SLOT_PJRT_Executable_DeserializeAndLoad);
   CHECK(a, PJRT_Executable_DeserializeAndLoad_Args);
+  if (LOAD(client_thread_known) && !pthread_equal(pthread_self(), client_thread)) ADD(loads_off_client_thread, 1);
+  raise_to(&max_loads_running, ADD(loads_running, 1));
+  void* result = NULL;
   const char* s = a->serialized_executable;
   if (a->serialized_executable_size < 9 || memcmp(s, "MOCKEXEC:", 9) != 0) {
-    return make_error(15, "mock: %s (%ld bytes)", "not a serialized mock executable", (long)a->serialized_executable_size);
+    result = make_error(15, "mock: %s (%ld bytes)", "not a serialized mock executable", (long)a->serialized_executable_size);
+  } else {
+    sleep_as_asked(s + 9, a->serialized_executable_size - 9);
+    mock_exec* e = make_exec(s + 9, a->serialized_executable_size - 9);
+    e->loaded = 1;
+    a->loaded_executable = e;
   }
-  mock_exec* e = make_exec(s + 9, a->serialized_executable_size - 9);
-  e->loaded = 1;
-  a->loaded_executable = e;
-  return NULL;
+  ADD(loads_running, -1);
+  return result;
 }
 
 /*
@@ -580,19 +629,22 @@ static void* execute(PJRT_LoadedExecutable_Execute_Args* a) {
 /* ------------------------------------------------------------ the table */
 
 static API_TABLE_TYPE api;
+static const API_TABLE_TYPE* api_answer;
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
 
-#ifndef MOCK_NO_GETPJRTAPI
-const API_TABLE_TYPE* GetPjrtApi(void) {
-#else
-const API_TABLE_TYPE* NotGetPjrtApi(void) {
-#endif
+/*
+ * Fills the table once, as a real plugin's GetPjrtApi returns one static table: every thread that
+ * opens the plugin calls GetPjrtApi again, and rewriting the table then would race with the
+ * threads already calling through it.
+ */
+static void build_api(void) {
   const char* variant = getenv("MOCK_PJRT_VARIANT");
   if (!variant) variant = MOCK_VARIANT;
   if (strcmp(variant, "crash_on_load") == 0) {
     fprintf(stderr, "mock plugin: crashing on load as asked\n");
     abort();
   }
-  if (strcmp(variant, "null_api") == 0) return NULL;
+  if (strcmp(variant, "null_api") == 0) return;
   memset(&api, 0, sizeof api);
   api.struct_size = STRUCT_SIZE_PJRT_Api_0_113;
   api.pjrt_api_version.struct_size = STRUCT_SIZE_PJRT_Api_Version;
@@ -637,5 +689,14 @@ const API_TABLE_TYPE* NotGetPjrtApi(void) {
   api.PJRT_Buffer_Dimensions = (void*)buffer_dimensions;
   api.PJRT_Buffer_ToHostBuffer = (void*)buffer_to_host;
   api.PJRT_Buffer_OnDeviceSizeInBytes = (void*)buffer_device_size;
-  return &api;
+  api_answer = &api;
+}
+
+#ifndef MOCK_NO_GETPJRTAPI
+const API_TABLE_TYPE* GetPjrtApi(void) {
+#else
+const API_TABLE_TYPE* NotGetPjrtApi(void) {
+#endif
+  pthread_once(&api_once, build_api);
+  return api_answer;
 }

@@ -28,7 +28,7 @@ describe("loadConfig", () => {
     // toMatchObject: other packages may add settings of their own to the schema.
     expect(config).toMatchObject({
       engine: "auto",
-      pjrt: { memoryFraction: 0.75, preallocate: false, deterministic: false, compileInChild: true },
+      pjrt: { memoryFraction: 0.75, preallocate: false, deterministic: false, compileInChild: true, loadThreads: 4 },
       server: { host: "127.0.0.1", port: 8000, maxBodyBytes: 64 * 1024 * 1024 },
       repository: { path: "examples/models", dynamic: true, pollIntervalMs: 2000 },
       cache: { enabled: true, stateDir: ".state", database: "sqlite" },
@@ -107,6 +107,18 @@ describe("loadConfig", () => {
     expect(byPath["server.nope"]?.source).toBe("env XLASERVE_SERVER__NOPE");
     expect(byPath["server.port"]?.source).toBe(`file ${path}`);
     for (const p of problems) expect(error.message).toContain(p.path);
+  });
+
+  test("pjrt.loadThreads is an integer from 0 to 16, 4 by default", () => {
+    expect(loadConfig({ env: {} }).pjrt.loadThreads).toBe(4);
+    expect(loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: "0" } }).pjrt.loadThreads).toBe(0);
+    expect(loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: "16" } }).pjrt.loadThreads).toBe(16);
+    for (const bad of ["17", "-1"]) {
+      const error = configError(() => loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: bad } }));
+      expect(error.code).toBe("CONFIG_INVALID");
+      const problems = error.details.errors as { path: string; expected: string }[];
+      expect(problems).toMatchObject([{ path: "pjrt.loadThreads", expected: "an integer >= 0 and <= 16" }]);
+    }
   });
 
   test("unreadable files are CONFIG_INVALID", () => {

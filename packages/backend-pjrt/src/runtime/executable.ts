@@ -2,7 +2,6 @@ import { type Executable, type ModuleSource, XlaserveError } from "@xlaserve/cor
 import { CStruct, PointerArray, copyBytes, keepAlive, ownedBytes } from "../abi/cstruct.ts";
 import {
   PJRT_Client_Compile_Args,
-  PJRT_Executable_DeserializeAndLoad_Args,
   PJRT_Executable_NumOutputs_Args,
   PJRT_Executable_Serialize_Args,
   PJRT_ExecuteOptions,
@@ -12,6 +11,7 @@ import {
 } from "../abi/structs.ts";
 import { PjrtBuffer } from "./buffer.ts";
 import type { PjrtClient } from "./client.ts";
+import { deserializeAndLoad } from "./deserialize.ts";
 import { awaitEvent } from "./events.ts";
 
 /** A loaded program (PJRT_LoadedExecutable) plus its PJRT_Executable view, owned by the caller. */
@@ -141,18 +141,7 @@ export function compileModule(client: PjrtClient, module: ModuleSource, options:
   return new PjrtExecutable(client, args.get("executable"));
 }
 
-/** PJRT_Executable_DeserializeAndLoad of bytes written by `serialize`. */
+/** PJRT_Executable_DeserializeAndLoad of bytes written by `serialize`, on the calling thread. */
 export function deserializeExecutable(client: PjrtClient, bytes: Uint8Array, options: Uint8Array): PjrtExecutable {
-  const data = ownedBytes(bytes);
-  const opts = ownedBytes(options);
-  const args = new CStruct(PJRT_Executable_DeserializeAndLoad_Args, {
-    client: client.handle,
-    serialized_executable: data.address,
-    serialized_executable_size: bytes.byteLength,
-    overridden_serialized_compile_options: opts.address,
-    overridden_serialized_compile_options_size: options.byteLength,
-  });
-  client.api.call("PJRT_Executable_DeserializeAndLoad", args);
-  keepAlive(data, opts, args);
-  return new PjrtExecutable(client, args.get("loaded_executable"));
+  return new PjrtExecutable(client, deserializeAndLoad(client.api, client.handle, bytes, options));
 }

@@ -74,6 +74,9 @@ export function mockControls(path: string) {
     mock_layout: { args: [], returns: "ptr" },
     mock_callbacks_from_other_threads: { args: [], returns: "i32" },
     mock_set_polls_to_ready: { args: ["i32"], returns: "void" },
+    mock_max_concurrent_loads: { args: [], returns: "i32" },
+    mock_reset_max_concurrent_loads: { args: [], returns: "void" },
+    mock_loads_off_client_thread: { args: [], returns: "i32" },
   });
   const s = lib.symbols;
   return {
@@ -93,5 +96,10 @@ export function mockControls(path: string) {
     /** IsReady polls after which a mock event is ready (2 by default). */
     setPollsToReady: (n: number) => s.mock_set_polls_to_ready(n),
     layout: () => new CString(s.mock_layout() as never).toString(),
+    /** The most DeserializeAndLoad calls running at once since the last reset. */
+    maxConcurrentLoads: () => s.mock_max_concurrent_loads(),
+    resetMaxConcurrentLoads: () => s.mock_reset_max_concurrent_loads(),
+    /** DeserializeAndLoad calls made on a thread other than the one that created the client. */
+    loadsOffClientThread: () => s.mock_loads_off_client_thread(),
   };
 }

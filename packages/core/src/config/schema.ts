@@ -33,6 +33,13 @@ export const ConfigSchema = Type.Object(
           default: true,
           description: "compile in a child process so a compiler crash cannot take the worker down",
         }),
+        loadThreads: Type.Integer({
+          minimum: 0,
+          maximum: 16,
+          default: 4,
+          description:
+            "threads that load compiled programs into the PJRT client (a load is CPU work inside the plugin, and loads on several threads overlap); 0 loads on the engine thread",
+        }),
       },
       section,
     ),
