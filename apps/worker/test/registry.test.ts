@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { HostTensor } from "@xlaserve/core";
+import type { Executable, HostTensor } from "@xlaserve/core";
+import type { ProgramSource } from "../src/model.ts";
 import { type RegistryOptions, ModelRegistry } from "../src/registry.ts";
 import { RepositoryWatcher } from "../src/watcher.ts";
 import {
@@ -288,6 +289,56 @@ describe("watcher (fake engine)", () => {
     expect(registry.weights.residentOnDemandBytes).toBe(
       registry.getModel("mlp") ? (registry.models()[0]?.weightBytes ?? 0) : 0,
     );
+  });
+
+  test("a model's programs load side by side; when one fails, those that did load are freed", async () => {
+    const build = (failing: string | null) => {
+      repo?.cleanup();
+      const { backend, logs } = setup(["mlp"]);
+      const base = fakePrograms(backend, { compileMs: 40 });
+      const loaded: Executable[] = [];
+      let inFlight = 0;
+      let most = 0;
+      const programs: ProgramSource = async (bundle, module) => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        try {
+          if (module.file === failing) {
+            await Bun.sleep(80); // fails after the other program has loaded
+            throw new Error(`${module.file} cannot be loaded`);
+          }
+          const p = await base(bundle, module);
+          loaded.push(p.executable);
+          return p;
+        } finally {
+          inFlight--;
+        }
+      };
+      const registry = new ModelRegistry({
+        repository: (repo as TempRepo).repository,
+        backend,
+        platform: "xlaserve_reactant",
+        programs,
+        log: logs.logger,
+        memory: { weightFraction: 1, wiggle: 0, defaultResidency: "device" },
+        concurrency: { perModel: 2, queueDepth: 64, dynamicBatching: false },
+        serverInfo: () => ({ name: "xlaserve", version: "test", extensions: [], extra: {} }),
+      });
+      return { registry, loaded, most: () => most };
+    };
+    const ok = build(null);
+    await ok.registry.loadAll();
+    expect(ok.most()).toBe(2); // b1 and b8 at once
+    expect(ok.loaded.length).toBe(2);
+    expect((await inferMlp(ok.registry)).length).toBe(10);
+
+    const broken = build("model.b8.mlir");
+    await broken.registry.loadAll();
+    const entry = broken.registry.repositoryIndex().find((e) => e.name === "mlp");
+    expect(entry?.state).toBe("UNAVAILABLE");
+    expect(entry?.reason).toContain("model.b8.mlir cannot be loaded");
+    expect(broken.loaded.length).toBe(1);
+    expect((broken.loaded[0] as unknown as { disposed: boolean }).disposed).toBe(true);
   });
 
   test("a broken replacement leaves the old version serving with its error in the index", async () => {
