@@ -34,6 +34,8 @@
 #                  fresh processes under glibc malloc, jemalloc, tcmalloc and mimalloc from .device/debs)
 #   load-faults    after compile-load: bench/gpu/diag/first-load-faults.ts, 3 rounds of fresh processes
 #                  per variant: a first load's page faults, which mappings they filled, and prefaults
+#   thread-loads   bench/gpu/diag/thread-vs-main-loads.ts for ResNet-50 b1 and b32: loads on a loader
+#                  thread against loads on the client's thread, in turns, in one process
 #   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
 #                  on 1, 2, 4 and 8 HTTP threads (issue 6; wrk from .device/debs)
 #   part1 = setup export compile-load restart first-result cpu
@@ -66,9 +68,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|restart|restart-pinned|first-result|worker-start|reload-stall|memory|memory-worker|cpu|http) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|thread-loads|restart|restart-pinned|first-result|worker-start|reload-stall|memory|memory-worker|cpu|http) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -77,9 +79,9 @@ ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
   want gpu-tests && ordered+=(gpu-tests)
-  for x in load-diag compile-load load-alloc load-faults restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu; do want $x && need_export=1; done
+  for x in load-diag compile-load load-alloc load-faults thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load load-alloc load-faults restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -249,6 +251,13 @@ for phase in "${ordered[@]}"; do
           run_step "load-faults-$i-$v" 60 bun bench/gpu/diag/first-load-faults.ts "${XLASERVE_PJRT_PLUGIN:-}" "$prog" "$v"
           grep '^{"variant"' "$LOGS/load-faults-$i-$v.log" >>"$RES/load-faults-$STAMP.jsonl"
         done
+      done
+      ;;
+    thread-loads)
+      for b in 1 32; do
+        run_step thread-loads-b$b 90 bun bench/gpu/diag/thread-vs-main-loads.ts "${XLASERVE_PJRT_PLUGIN:-}" \
+          "$WORK/models/resnet50" $b 15
+        grep '^{"program"' "$LOGS/thread-loads-b$b.log" >>"$RES/thread-loads-$STAMP.jsonl"
       done
       ;;
     restart)
