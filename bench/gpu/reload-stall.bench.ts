@@ -103,6 +103,7 @@ try {
     result.figure("reload", {
       line: reloaded.msg,
       ms: reloaded.ms,
+      phases: reloaded.phases,
       programs: reloaded.programs,
       editToReloadedMs: round(doneAt - editAt),
       editedFiles: mlir,
@@ -116,8 +117,16 @@ try {
     // The longest time without an answer while the reload ran: what a stall would show.
     const ends = during.map((a) => a.at + a.ms).sort((a, b) => a - b);
     let gap = ends.length ? ends[0]! - editAt : doneAt - editAt;
-    for (let i = 1; i < ends.length; i++) gap = Math.max(gap, ends[i]! - ends[i - 1]!);
+    let gapEndsAt = ends[0] ?? doneAt;
+    for (let i = 1; i < ends.length; i++) {
+      if (ends[i]! - ends[i - 1]! > gap) {
+        gap = ends[i]! - ends[i - 1]!;
+        gapEndsAt = ends[i]!;
+      }
+    }
     result.figure("longest ms without an mlp answer during the reload", round(gap));
+    // Where in the reload it fell: ms before "model reloaded" was logged.
+    result.figure("that gap ended, ms before the reload finished", round(doneAt - gapEndsAt));
     const p99Before = percentile(
       before.map((a) => a.ms),
       99,

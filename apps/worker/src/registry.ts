@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { totalmem } from "node:os";
 import { join, resolve } from "node:path";
-import type { AbstractBackend, HostTensor, Logger } from "@xlaserve/core";
+import type { AbstractBackend, Logger } from "@xlaserve/core";
 import { XlaserveError, asXlaserveError } from "@xlaserve/core";
 import { bundleFingerprint } from "@xlaserve/core/bundle/fingerprint.ts";
 import { discoverBundles, loadBundle } from "@xlaserve/core/bundle/load.ts";
@@ -16,6 +16,7 @@ import type {
 } from "@xlaserve/server/contract.ts";
 import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "./budget.ts";
 import type { ReplicaSpec } from "./front/protocol.ts";
+import { copyTensorsYielding } from "./host-copy.ts";
 import { isInlineHost } from "./inline-runs.ts";
 import { DeviceLock } from "./limiter.ts";
 import { type LoadedProgram, type ProbeResult, type ProgramSource, RuntimeModel, type RuntimeHooks } from "./model.ts";
@@ -492,7 +493,7 @@ export class ModelRegistry implements ModelRegistryView {
       // From here to the swap, one model at a time: each admission sees the models admitted before
       // it, as when bundles loaded one by one (their reads and program loads still overlap).
       releaseAdmission = await this.admit();
-      const hostWeights: HostTensor[] = bundle.weights.argumentOrder.map((w) => copyTensor(bundle.weights.tensor(w)));
+      const hostWeights = await copyTensorsYielding(bundle.weights.argumentOrder.map((w) => bundle.weights.tensor(w)));
       mark("hostWeightsMs");
       const weightBytes = hostWeights.reduce((a, t) => a + t.data.byteLength, 0);
       const residency = this.residencyFor(name);
@@ -739,10 +740,6 @@ export class ModelRegistry implements ModelRegistryView {
 }
 
 /** A private host copy of a weight tensor (the bundle's mapping may change under a reload). */
-function copyTensor(t: HostTensor): HostTensor {
-  return { dtype: t.dtype, shape: [...t.shape], data: t.data.slice() };
-}
-
 function round1(ms: number): number {
   return Math.round(ms * 10) / 10;
 }
