@@ -384,6 +384,11 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
     }
     this.closed = true;
     this.worker.terminate();
+    // A compile or load answered on its own (engine-thread.ts) may still have been running: its
+    // answer will never come now, and a caller waiting on it must not wait forever.
+    const gone = new XlaserveError("DISPOSED", "the backend was disposed while this call was in progress");
+    for (const p of this.pending.values()) p.reject(gone);
+    this.pending.clear();
     const twin = this.twin;
     this.twin = null;
     if (twin) await twin.then((t) => t.dispose()).catch(() => {});

@@ -90,6 +90,25 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
     }
   }, 20_000);
 
+  test("disposing while a compile is still running fails that compile instead of leaving it waiting", async () => {
+    const be = await ThreadedBackend.create({
+      module: "@xlaserve/backend-pjrt",
+      export: "createPjrtBackend",
+      args: { pluginPath: path, isolateCompile: true, pluginFileHash: "0123456789abcdef" },
+    });
+    const slowText = "module @slow { func.func @main() } // mock.sleep_ms=3000";
+    const compiling = be.compile({ bytes: new TextEncoder().encode(slowText), format: "text" }, {});
+    const settled = compiling.then(
+      () => "compiled",
+      (e: unknown) => (e as { code?: string }).code ?? String(e),
+    );
+    await Bun.sleep(100);
+    const t0 = performance.now();
+    await be.dispose();
+    expect(await settled).toBe("DISPOSED");
+    expect(performance.now() - t0).toBeLessThan(2000);
+  }, 20_000);
+
   test("a plugin that fails the gate fails creation with its own code", async () => {
     await expect(
       ThreadedBackend.create({
