@@ -26,6 +26,8 @@ function setup(
   memory: Partial<RegistryOptions["memory"]> = {},
   dynamicBatching = true,
   programOptions: Parameters<typeof fakePrograms>[1] = {},
+  /** Wraps the fake programs, to watch or fail individual loads. */
+  wrap: (fake: ProgramSource) => ProgramSource = (fake) => fake,
 ) {
   repo = makeRepo(models);
   const backend = new FakeBackend();
@@ -35,7 +37,7 @@ function setup(
     repository: repo.repository,
     backend,
     platform: "xlaserve_reactant",
-    programs,
+    programs: wrap(programs),
     log: logs.logger,
     memory: { weightFraction: 1, wiggle: 0, defaultResidency: "device", ...memory },
     concurrency: { perModel: 2, queueDepth: 64, dynamicBatching },
@@ -294,12 +296,10 @@ describe("watcher (fake engine)", () => {
   test("a model's programs load side by side; when one fails, those that did load are freed", async () => {
     const build = (failing: string | null) => {
       repo?.cleanup();
-      const { backend, logs } = setup(["mlp"]);
-      const base = fakePrograms(backend, { compileMs: 40 });
       const loaded: Executable[] = [];
       let inFlight = 0;
       let most = 0;
-      const programs: ProgramSource = async (bundle, module) => {
+      const { registry } = setup(["mlp"], {}, false, { compileMs: 40 }, (fake) => async (bundle, module) => {
         inFlight++;
         most = Math.max(most, inFlight);
         try {
@@ -307,22 +307,12 @@ describe("watcher (fake engine)", () => {
             await Bun.sleep(80); // fails after the other program has loaded
             throw new Error(`${module.file} cannot be loaded`);
           }
-          const p = await base(bundle, module);
+          const p = await fake(bundle, module);
           loaded.push(p.executable);
           return p;
         } finally {
           inFlight--;
         }
-      };
-      const registry = new ModelRegistry({
-        repository: (repo as TempRepo).repository,
-        backend,
-        platform: "xlaserve_reactant",
-        programs,
-        log: logs.logger,
-        memory: { weightFraction: 1, wiggle: 0, defaultResidency: "device" },
-        concurrency: { perModel: 2, queueDepth: 64, dynamicBatching: false },
-        serverInfo: () => ({ name: "xlaserve", version: "test", extensions: [], extra: {} }),
       });
       return { registry, loaded, most: () => most };
     };

@@ -65,6 +65,8 @@ export class LoadPool {
   private readonly idle: LoadThread[] = [];
   private readonly queue: Job[] = [];
   private closing: Promise<void> | null = null;
+  /** What each prestarted thread reported on opening: ms and what it mapped in. */
+  readonly openReports: OpenedAnswer["opened"][] = [];
 
   constructor(options: LoadPoolOptions) {
     if (!Number.isInteger(options.size) || options.size < 1) {
@@ -103,9 +105,6 @@ export class LoadPool {
   async ready(): Promise<void> {
     await Promise.all([...this.threads].map((t) => t.opened));
   }
-
-  /** What each prestarted thread reported on opening: ms and what it mapped in. */
-  readonly openReports: OpenedAnswer["opened"][] = [];
 
   /** Loads a serialized program; the bytes are copied before this returns. */
   load(client: number, program: Uint8Array, options: Uint8Array): Promise<number> {

@@ -12,7 +12,8 @@ import { readFileSync } from "node:fs";
 const MADV_POPULATE_READ = 22;
 const M_TRIM_THRESHOLD = -1;
 
-let libc: ReturnType<typeof openLibc> | null | undefined;
+type Libc = ReturnType<typeof openLibc>;
+let opened: Libc | null | undefined;
 function openLibc() {
   return dlopen("libc.so.6", {
     madvise: { args: ["ptr", "u64", "i32"], returns: "i32" },
@@ -22,15 +23,15 @@ function openLibc() {
     mallopt: { args: ["i32", "i32"], returns: "i32" },
   }).symbols;
 }
-function c(): ReturnType<typeof openLibc> | null {
-  if (libc === undefined) {
+function libc(): Libc | null {
+  if (opened === undefined) {
     try {
-      libc = openLibc();
+      opened = openLibc();
     } catch {
-      libc = null; // not glibc: nothing to do
+      opened = null; // not glibc: nothing to do
     }
   }
-  return libc;
+  return opened;
 }
 
 export interface PrefaultReport {
@@ -41,7 +42,7 @@ export interface PrefaultReport {
 
 /** Maps in every executable file mapping whose path `select` accepts (see /proc/self/maps). */
 export function prefaultMappings(select: (path: string) => boolean): PrefaultReport {
-  const lib = c();
+  const lib = libc();
   let mappings = 0;
   let bytes = 0;
   let refused = 0;
@@ -64,7 +65,7 @@ export function prefaultMappings(select: (path: string) => boolean): PrefaultRep
  * mapped for the allocations to come.
  */
 export function prefaultHeap(bytes: number): { bytes: number } {
-  const lib = c();
+  const lib = libc();
   if (!lib) return { bytes: 0 };
   lib.mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const block = 64 << 10;
