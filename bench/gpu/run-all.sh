@@ -18,7 +18,8 @@
 #                  CPUs: on this virtual machine some vCPUs run the same work far slower than others
 #   first-result   bench/gpu/first-result.bench.ts               (issue 3)
 #   worker-start   bench/gpu/worker-start.bench.ts               (issue 5); warm starts take turns
-#                  over pjrt.loadThreads 0 and 4
+#                  over pjrt.loadThreads 0 and 4 (or the flags in $WORKER_START_SETTINGS, e.g.
+#                  "--hedge-loads 0,3")
 #   reload-stall   bench/gpu/reload-stall.bench.ts: MLP latency while ResNet-50 recompiles on a hot
 #                  reload (after worker-start: its warm repository)
 #   memory         bench/gpu/memory-probe.bench.ts               (issue 7)
@@ -34,6 +35,8 @@
 #                  fresh processes under glibc malloc, jemalloc, tcmalloc and mimalloc from .device/debs)
 #   load-faults    after compile-load: bench/gpu/diag/first-load-faults.ts, 3 rounds of fresh processes
 #                  per variant: a first load's page faults, which mappings they filled, and prefaults
+#   hedged-loads   bench/gpu/diag/hedged-loads.ts on ResNet-50 b1 and b32: fresh processes taking
+#                  turns over pjrt.hedgeLoads 0, 1 and 3 (first load, later loads, a burst)
 #   thread-loads   bench/gpu/diag/thread-vs-main-loads.ts for ResNet-50 b1 and b32: loads on a loader
 #                  thread against loads on the client's thread, in turns, in one process
 #   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
@@ -68,9 +71,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|thread-loads|restart|restart-pinned|first-result|worker-start|reload-stall|memory|memory-worker|cpu|http) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|reload-stall|memory|memory-worker|cpu|http) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -79,9 +82,9 @@ ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
   want gpu-tests && ordered+=(gpu-tests)
-  for x in load-diag compile-load load-alloc load-faults thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu; do want $x && need_export=1; done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load load-alloc load-faults thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -253,6 +256,10 @@ for phase in "${ordered[@]}"; do
         done
       done
       ;;
+    hedged-loads)
+      run_step hedged-loads 150 bun bench/gpu/diag/hedged-loads.ts --bundle "$WORK/models/resnet50" \
+        --batches 1,32 --settings 4:0,4:1,4:3 --rounds "${HEDGED_ROUNDS:-5}" --results-dir "$RES"
+      ;;
     thread-loads)
       for b in 1 32; do
         run_step thread-loads-b$b 90 bun bench/gpu/diag/thread-vs-main-loads.ts "${XLASERVE_PJRT_PLUGIN:-}" \
@@ -286,7 +293,7 @@ for phase in "${ordered[@]}"; do
       ;;
     worker-start)
       run_step worker-start 330 bun bench/gpu/worker-start.bench.ts --models "$WORK/models" --engine pjrt \
-        --runs 1 --warm-per-cold 6 --load-threads 0,4 --keep-repo "$WORK/warm-repo" --timeout-s 280
+        --runs 1 --warm-per-cold 6 ${WORKER_START_SETTINGS:---load-threads 0,4} --keep-repo "$WORK/warm-repo" --timeout-s 280
       ;;
     reload-stall)
       from=()

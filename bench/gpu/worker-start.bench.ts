@@ -7,11 +7,12 @@
  * Also the ResNet-50 program load ms from the worker's "model loaded" log lines (warm starts).
  *
  *   bun bench/gpu/worker-start.bench.ts --models DIR [--engine pjrt] [--plugin SO] [--runs 2]
- *       [--warm-per-cold 2] [--load-threads 0,4] [--keep-repo DIR] [--timeout-s 400] [--results-dir D]
+ *       [--warm-per-cold 2] [--load-threads 0,4] [--hedge-loads 0,3] [--keep-repo DIR] [--timeout-s 400] [--results-dir D]
  *
  * With --load-threads, warm starts take turns over those pjrt.loadThreads settings (0: programs
  * load one after another on the engine thread) and each setting's ready time and model-loading
- * phase are compared with the first's, measured in the same run.
+ * phase are compared with the first's, measured in the same run; --hedge-loads likewise over
+ * pjrt.hedgeLoads (both given: the k-th warm start takes the k-th of each list).
  */
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,6 +31,7 @@ bun bench/gpu/worker-start.bench.ts --models DIR [options]
   --runs N             cold starts (default 2); each followed by --warm-per-cold warm starts
   --warm-per-cold N    warm starts after each cold start (default 2)
   --load-threads L     comma list of pjrt.loadThreads values that warm starts take turns over
+  --hedge-loads L      comma list of pjrt.hedgeLoads values that warm starts take turns over
   --keep-repo DIR      leave the warm repository (with .cache/) there for later benchmarks
   --timeout-s N        limit per start (default 400)
   --results-dir DIR    where the JSON goes
@@ -41,6 +43,7 @@ const { values } = parseFlags(USAGE, {
   runs: { type: "string" },
   "warm-per-cold": { type: "string" },
   "load-threads": { type: "string" },
+  "hedge-loads": { type: "string" },
   "keep-repo": { type: "string" },
   "timeout-s": { type: "string" },
   "results-dir": { type: "string" },
@@ -58,11 +61,16 @@ const source = resolve(values.models);
 const runs = Math.max(1, intFlag(values.runs, 2, "runs"));
 const warmPerCold = Math.max(1, intFlag(values["warm-per-cold"], 2, "warm-per-cold"));
 const timeoutMs = intFlag(values["timeout-s"], 400, "timeout-s") * 1000;
-const loadThreads = typeof values["load-threads"] === "string" ? values["load-threads"].split(",").map(Number) : [];
-if (loadThreads.some((n) => !Number.isInteger(n) || n < 0)) {
-  console.error(`--load-threads takes integers >= 0\n${USAGE}`);
-  process.exit(2);
+function settingList(flag: "load-threads" | "hedge-loads"): number[] {
+  const list = typeof values[flag] === "string" ? values[flag].split(",").map(Number) : [];
+  if (list.some((n) => !Number.isInteger(n) || n < 0)) {
+    console.error(`--${flag} takes integers >= 0\n${USAGE}`);
+    process.exit(2);
+  }
+  return list;
 }
+const loadThreads = settingList("load-threads");
+const hedgeLoads = settingList("hedge-loads");
 const work = mkdtempSync(join(tmpdir(), "xlaserve-worker-start-"));
 const repository = join(work, "models");
 const stateDir = join(work, "state");
@@ -75,6 +83,7 @@ result.figure("settings", {
   runs,
   warmPerCold,
   loadThreads: loadThreads.length ? loadThreads : "default",
+  hedgeLoads: hedgeLoads.length ? hedgeLoads : "default",
   measure: "spawn -> /v2/health/ready 200",
 });
 
@@ -90,6 +99,7 @@ if (engine !== "reactant") {
 interface Start {
   kind: "cold" | "warm";
   loadThreads: number | null;
+  hedgeLoads: number | null;
   readyMs: number;
   /** The worker's own "models" phase of its ready line: every bundle read, loaded and admitted. */
   modelsMs: number | null;
@@ -98,16 +108,24 @@ interface Start {
 }
 const starts: Start[] = [];
 
-async function once(kind: "cold" | "warm", r: number, threads: number | null = null): Promise<void> {
+async function once(
+  kind: "cold" | "warm",
+  r: number,
+  threads: number | null = null,
+  hedge: number | null = null,
+): Promise<void> {
   await result.step(`${kind} start ${r}`, async () => {
-    const env = threads === null ? {} : { XLASERVE_PJRT__LOAD_THREADS: String(threads) };
+    const env = {
+      ...(threads === null ? {} : { XLASERVE_PJRT__LOAD_THREADS: String(threads) }),
+      ...(hedge === null ? {} : { XLASERVE_PJRT__HEDGE_LOADS: String(hedge) }),
+    };
     const w = await startWorkerProcess({ repository, stateDir, engine, plugin, timeoutMs, env });
     try {
       const programs = programLoads(w.logs);
       const models = [...new Set(programs.map((p) => p.model))];
       const readyLine = w.logs.find((l) => String(l.msg).startsWith("ready in"));
       const modelsMs = (readyLine?.phases as { models?: number } | undefined)?.models ?? null;
-      starts.push({ kind, loadThreads: threads, readyMs: w.readyMs, modelsMs, programs, models });
+      starts.push({ kind, loadThreads: threads, hedgeLoads: hedge, readyMs: w.readyMs, modelsMs, programs, models });
       const outcomes = programs.map((p) => p.cache);
       console.log(
         `  ${kind} start ${r}: ready at ${w.readyMs.toFixed(1)} ms, ${models.length} models, programs ${outcomes.join(",")}`,
@@ -119,6 +137,7 @@ async function once(kind: "cold" | "warm", r: number, threads: number | null = n
         .map((l) => ({ model: l.model, ms: l.ms, phases: l.phases, figures: l.figures }));
       result.figure(`${kind} start ${r} breakdown`, {
         loadThreads: threads,
+        hedgeLoads: hedge,
         ready: ready?.phases ?? null,
         readyMs: ready?.ms ?? null,
         loads,
@@ -150,7 +169,8 @@ try {
     await once("cold", r);
     for (let k = 0; k < warmPerCold; k++) {
       const threads = loadThreads.length ? (loadThreads[k % loadThreads.length] as number) : null;
-      await once("warm", r * warmPerCold + k, threads);
+      const hedge = hedgeLoads.length ? (hedgeLoads[k % hedgeLoads.length] as number) : null;
+      await once("warm", r * warmPerCold + k, threads, hedge);
     }
   }
   if (typeof values["keep-repo"] === "string") {
@@ -190,19 +210,24 @@ result.ratio(
   { label: "warm ready ms", value: warmMed },
   engine === "pjrt" ? ">= 10" : undefined,
 );
-// Each load-thread setting against the first one's, over warm starts of the same run.
-const bySetting = (n: number) => warm.filter((s) => s.loadThreads === n);
-for (const n of loadThreads.slice(1)) {
-  const base = loadThreads[0] as number;
-  for (const [what, pick] of [
-    ["warm ready ms", (s: Start) => s.readyMs],
-    ["models phase ms", (s: Start) => s.modelsMs ?? Number.NaN],
-  ] as const) {
-    result.ratio(
-      `${what} loadThreads ${n}/${base}`,
-      { label: `median ${what}, loadThreads ${n}`, value: round(median(bySetting(n).map(pick))) },
-      { label: `median ${what}, loadThreads ${base}`, value: round(median(bySetting(base).map(pick))) },
-    );
+// Each setting against the first one's, over warm starts of the same run.
+for (const [setting, list] of [
+  ["loadThreads", loadThreads],
+  ["hedgeLoads", hedgeLoads],
+] as const) {
+  const bySetting = (n: number) => warm.filter((s) => s[setting] === n);
+  const base = list[0] as number;
+  for (const n of list.slice(1)) {
+    for (const [what, pick] of [
+      ["warm ready ms", (s: Start) => s.readyMs],
+      ["models phase ms", (s: Start) => s.modelsMs ?? Number.NaN],
+    ] as const) {
+      result.ratio(
+        `${what} ${setting} ${n}/${base}`,
+        { label: `median ${what}, ${setting} ${n}`, value: round(median(bySetting(n).map(pick))) },
+        { label: `median ${what}, ${setting} ${base}`, value: round(median(bySetting(base).map(pick))) },
+      );
+    }
   }
 }
 const resnet = perProgram.filter((p) => p.program.startsWith("resnet50/"));

@@ -90,6 +90,7 @@ export async function createBackend(
       preallocate: config.pjrt.preallocate,
       isolateCompile: config.pjrt.compileInChild,
       loadThreads: config.pjrt.loadThreads,
+      hedgeLoads: config.pjrt.hedgeLoads,
       pluginFileHash,
     };
     if (opts.engineThread ?? true) {

@@ -21,7 +21,7 @@ import {
   PJRT_LoadedExecutable_Execute_Args,
 } from "../../../packages/backend-pjrt/src/abi/structs.ts";
 import { PjrtBuffer } from "../../../packages/backend-pjrt/src/runtime/buffer.ts";
-import { awaitEvent } from "../../../packages/backend-pjrt/src/runtime/events.ts";
+import { AUTO_POLL_MS, awaitEvent } from "../../../packages/backend-pjrt/src/runtime/events.ts";
 import type { PjrtExecutable } from "../../../packages/backend-pjrt/src/runtime/executable.ts";
 import { inputsFor, moduleFor, uploadAll, uploadWeights } from "../../lib/bundle-io.ts";
 import { summarize } from "../../lib/stats.ts";
@@ -64,7 +64,8 @@ function readyEvent(buffer: PjrtBuffer): number {
   return a.get("event");
 }
 async function wait(event: number, how: Wait): Promise<void> {
-  if (how === "callback" || how === "poll") return awaitEvent(api, event, "x", "PJRT_ERROR", how);
+  if (how === "callback" || how === "poll")
+    return awaitEvent(api, event, "x", "PJRT_ERROR", { mode: how, autoPollMs: AUTO_POLL_MS });
   if (how === "await") api.call("PJRT_Event_Await", new CStruct(PJRT_Event_Await_Args, { event }));
   if (how === "spin") {
     const r = new CStruct(PJRT_Event_IsReady_Args, { event });

@@ -16,7 +16,10 @@
  * Loads may come from several threads at once (the backend's loader threads), so every counter
  * and live-object count is updated with __atomic builtins. A module whose text holds
  * `mock.sleep_ms=<N>` sleeps N ms in compile and in every load of its serialized form, so tests
- * can see loads overlap.
+ * can see loads overlap. One holding `mock.load_sleeps=<A>,<B>,...` has its loads sleep A, B, ...
+ * ms in the order they start (over all such programs, from the last mock_reset_load_sleeps), so
+ * tests can make one copy of a hedged load the fast one; an entry written `!<N>` fails its load
+ * after the sleep.
  */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
@@ -81,16 +84,43 @@ int mock_max_concurrent_loads(void) { return (int)LOAD(max_loads_running); }
 void mock_reset_max_concurrent_loads(void) { __atomic_store_n(&max_loads_running, 0, __ATOMIC_SEQ_CST); }
 int mock_loads_off_client_thread(void) { return LOAD(loads_off_client_thread); }
 
+/* Parses the digits at `d` (up to `end`) as milliseconds and sleeps that long. */
+static void sleep_digits(const char* d, const char* end) {
+  long ms = 0;
+  for (; d < end && *d >= '0' && *d <= '9'; d++) ms = ms * 10 + (*d - '0');
+  struct timespec delay = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&delay, &delay) != 0 && errno == EINTR) {
+  }
+}
+
 /* Sleeps as long as a `mock.sleep_ms=<N>` marker in the module text asks (no marker: not at all). */
 static void sleep_as_asked(const char* code, size_t size) {
   static const char marker[] = "mock.sleep_ms=";
   const char* at = memmem(code, size, marker, sizeof marker - 1);
-  if (!at) return;
-  long ms = 0;
-  for (const char* d = at + sizeof marker - 1; d < code + size && *d >= '0' && *d <= '9'; d++) ms = ms * 10 + (*d - '0');
-  struct timespec delay = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&delay, &delay) != 0 && errno == EINTR) {
-  }
+  if (at) sleep_digits(at + sizeof marker - 1, code + size);
+}
+
+static int load_sleep_turn;
+void mock_reset_load_sleeps(void) { __atomic_store_n(&load_sleep_turn, 0, __ATOMIC_SEQ_CST); }
+
+/*
+ * Sleeps this load's turn of a `mock.load_sleeps=<A>,<B>,...` list, if the program has one;
+ * returns 1 when that entry says the load fails (`!<N>`).
+ */
+static int sleep_in_turn(const char* code, size_t size) {
+  static const char marker[] = "mock.load_sleeps=";
+  const char* at = memmem(code, size, marker, sizeof marker - 1);
+  if (!at) return 0;
+  const char* list = at + sizeof marker - 1;
+  const char* end = code + size;
+  int entries = 1;
+  for (const char* d = list; d < end && (*d == ',' || *d == '!' || (*d >= '0' && *d <= '9')); d++) entries += *d == ',';
+  int turn = (ADD(load_sleep_turn, 1) - 1) % entries;
+  const char* d = list;
+  for (int i = 0; i < turn; i++) d = (const char*)memchr(d, ',', (size_t)(end - d)) + 1;
+  int fails = d < end && *d == '!';
+  sleep_digits(d + fails, end);
+  return fails;
 }
 
 /* The C compiler's own offsets and sizes, as "type.field=value;" text for the layout tests. */
@@ -578,9 +608,13 @@ static void* deserialize_and_load(PJRT_Executable_DeserializeAndLoad_Args* a) {
     result = make_error(15, "mock: %s (%ld bytes)", "not a serialized mock executable", (long)a->serialized_executable_size);
   } else {
     sleep_as_asked(s + 9, a->serialized_executable_size - 9);
-    mock_exec* e = make_exec(s + 9, a->serialized_executable_size - 9);
-    e->loaded = 1;
-    a->loaded_executable = e;
+    if (sleep_in_turn(s + 9, a->serialized_executable_size - 9)) {
+      result = make_error(13, "mock: %s", "this load's turn fails");
+    } else {
+      mock_exec* e = make_exec(s + 9, a->serialized_executable_size - 9);
+      e->loaded = 1;
+      a->loaded_executable = e;
+    }
   }
   ADD(loads_running, -1);
   return result;

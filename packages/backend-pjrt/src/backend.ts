@@ -22,7 +22,7 @@ import { PjrtClient } from "./runtime/client.ts";
 import { PjrtExecutable, compileModule, deserializeExecutable } from "./runtime/executable.ts";
 import { LoadPool } from "./runtime/load-pool.ts";
 import { clearMemoryStats, deviceMemoryStats } from "./runtime/memory.ts";
-import type { EventWait } from "./runtime/events.ts";
+import { AUTO_POLL_MS, type EventWait } from "./runtime/events.ts";
 import type { NamedOption } from "./runtime/named-values.ts";
 import { type PluginAttributes, initializePlugin, pluginAttributes } from "./runtime/plugin.ts";
 
@@ -50,6 +50,12 @@ export interface PjrtBackendOptions {
    */
   readonly eventWait?: EventWait;
   /**
+   * How long "auto" polls before it hands a wait to OnReady (default AUTO_POLL_MS). Longer keeps
+   * the JS thread spinning on longer work; tests raise it so a slow machine's turns cannot push
+   * short work over to OnReady.
+   */
+  readonly autoPollMs?: number;
+  /**
    * The plugin file's content hash (identity.ts pluginFileHash) when the caller already knows it:
    * hashing reads the whole plugin (several hundred MB), and a backend hosted on another thread
    * has no other way to reuse the caller's memo.
@@ -72,9 +78,17 @@ export interface PjrtBackendOptions {
    * loads; with this about 100 (bench/results/pjrt-first-load-faults-*). Default true.
    */
   readonly prefaultLoads?: boolean;
+  /**
+   * Extra copies of a load run on loader threads left idle (load-pool.ts hedge); the first copy
+   * loaded is kept, the others destroyed when they finish. Loads asked for together each get a
+   * thread first, so copies only use threads that would otherwise sit idle. Default 0.
+   */
+  readonly hedgeLoads?: number;
 }
 
 export const DEFAULT_LOAD_THREADS = 4;
+/** Copies per load beyond the first (hedgeLoads); see PjrtBackendOptions. */
+export const DEFAULT_HEDGE_LOADS = 0;
 
 /** The number of loader threads these options ask for, checked. */
 export function loadThreadsFor(options: PjrtBackendOptions): number {
@@ -83,6 +97,15 @@ export function loadThreadsFor(options: PjrtBackendOptions): number {
     throw new XlaserveError("CONFIG_INVALID", `loadThreads must be an integer >= 0, got ${threads}`);
   }
   return threads;
+}
+
+/** The copies per load beyond the first these options ask for, checked. */
+export function hedgeLoadsFor(options: PjrtBackendOptions): number {
+  const hedge = options.hedgeLoads ?? DEFAULT_HEDGE_LOADS;
+  if (!Number.isInteger(hedge) || hedge < 0) {
+    throw new XlaserveError("CONFIG_INVALID", `hedgeLoads must be an integer >= 0, got ${hedge}`);
+  }
+  return hedge;
 }
 
 /** The client options PJRT_Client_Create receives for these backend options. */
@@ -121,6 +144,7 @@ export class PjrtBackend implements AbstractBackend {
   constructor(options: PjrtBackendOptions) {
     this.options = options;
     const loadThreads = loadThreadsFor(options);
+    const hedgeLoads = hedgeLoadsFor(options);
     if (options.pluginFileHash) rememberPluginFileHash(options.pluginPath, options.pluginFileHash);
     let t = performance.now();
     const lap = () => {
@@ -143,11 +167,14 @@ export class PjrtBackend implements AbstractBackend {
             pluginPath: options.pluginPath,
             size: loadThreads,
             prefault: options.prefaultLoads === false ? undefined : { code: true, heapBytes: 16 << 20 },
+            hedge: hedgeLoads,
+            // Only ever called after the client exists: a copy finishes after its job was given out.
+            discard: (_client, handle) => new PjrtExecutable(this.client, handle).dispose(),
           })
         : null;
     this.loader?.prestart();
     this.client = PjrtClient.create(this.api, clientOptionsFor(options));
-    this.client.eventWait = options.eventWait ?? "auto";
+    this.client.eventWait = { mode: options.eventWait ?? "auto", autoPollMs: options.autoPollMs ?? AUTO_POLL_MS };
     this.startupMs = { open, initialize, attributes, client: lap() };
   }
 

@@ -83,13 +83,18 @@ describe("PJRT backend on the mock plugin", () => {
   });
 
   test("the default wait (auto) sees short work by polling event-loop turns, without OnReady", async () => {
+    // A window far above the default: three event-loop turns on a loaded 2-core CI machine can
+    // take longer than AUTO_POLL_MS, which would (correctly) hand the wait to OnReady.
+    const auto = createPjrtBackend({ pluginPath: path, isolateCompile: false, loadThreads: 0, autoPollMs: 10_000 });
     const onReady = mock.calls(slot("PJRT_Event_OnReady"));
     const isReady = mock.calls(slot("PJRT_Event_IsReady"));
-    using b = await backend.upload(f32([2], [3, 4]));
-    expect(Array.from((await backend.download(b)).data as Float32Array)).toEqual([3, 4]);
+    const b = await auto.upload(f32([2], [3, 4]));
+    expect(Array.from((await auto.download(b)).data as Float32Array)).toEqual([3, 4]);
     expect(mock.calls(slot("PJRT_Event_OnReady"))).toBe(onReady);
     // each mock event turns ready on the third poll
     expect(mock.calls(slot("PJRT_Event_IsReady")) - isReady).toBe(6);
+    b.dispose();
+    await auto.dispose();
     expect(mock.liveEvents()).toBe(0);
   });
 

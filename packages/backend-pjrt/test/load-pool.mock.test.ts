@@ -1,18 +1,11 @@
 import { beforeAll, describe, expect, test } from "bun:test";
-import { type Executable, type HostTensor, isXlaserveError } from "@xlaserve/core";
-import { LAYOUT_0_113 } from "../src/abi/slots.ts";
+import { type Executable, isXlaserveError } from "@xlaserve/core";
 import { type PjrtBackend, type PjrtBackendOptions, createPjrtBackend } from "../src/backend.ts";
 import { LoadPool } from "../src/runtime/load-pool.ts";
 import { buildMock, mockControls } from "./support/build-mock.ts";
+import { LOADS, f32, outcome, text } from "./support/loads.ts";
 
-const LOADS = LAYOUT_0_113.slots.indexOf("PJRT_Executable_DeserializeAndLoad");
 const SLEEP_MS = 300;
-const text = (s: string) => new TextEncoder().encode(s);
-const f32 = (values: number[]): HostTensor => ({
-  dtype: "f32",
-  shape: [values.length],
-  data: new Float32Array(new ArrayBuffer(values.length * 4)).map((_, i) => values[i] ?? 0),
-});
 
 let path: string;
 let mock: ReturnType<typeof mockControls>;
@@ -22,14 +15,6 @@ let slow: Uint8Array;
 
 function backendWith(options: Partial<PjrtBackendOptions> = {}): PjrtBackend {
   return createPjrtBackend({ pluginPath: path, isolateCompile: false, ...options });
-}
-
-async function outcome<T>(promise: Promise<T>): Promise<T | unknown> {
-  try {
-    return await promise;
-  } catch (error) {
-    return error;
-  }
 }
 
 beforeAll(async () => {

@@ -13,7 +13,7 @@ import {
 } from "../abi/structs.ts";
 import type { PjrtApi } from "../api/pjrt-api.ts";
 import { type NamedOption, type NamedValue, readNamedValues, writeNamedValues } from "./named-values.ts";
-import type { EventWait } from "./events.ts";
+import { DEFAULT_EVENT_WAIT, type EventWaitPolicy } from "./events.ts";
 import { Ownership } from "./ownership.ts";
 
 export interface PjrtDevice {
@@ -35,7 +35,7 @@ export class PjrtClient {
   readonly devices: readonly PjrtDevice[];
   readonly owned: Ownership;
   /** How this client's ready events are awaited (see events.ts). */
-  eventWait: EventWait = "auto";
+  eventWait: EventWaitPolicy = DEFAULT_EVENT_WAIT;
   private destroyed = false;
 
   private constructor(api: PjrtApi, handle: number) {

@@ -23,8 +23,16 @@ import { eventCallbacks } from "./event-callbacks.ts";
  */
 export type EventWait = "auto" | "callback" | "poll";
 
-/** How long "auto" polls on event-loop turns before it hands the wait to OnReady. */
+/** How long "auto" polls on event-loop turns before it hands the wait to OnReady, by default. */
 export const AUTO_POLL_MS = 5;
+
+/** The wait mode with its polling window ("auto" only), as a client keeps them. */
+export interface EventWaitPolicy {
+  readonly mode: EventWait;
+  readonly autoPollMs: number;
+}
+
+export const DEFAULT_EVENT_WAIT: EventWaitPolicy = { mode: "auto", autoPollMs: AUTO_POLL_MS };
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -69,12 +77,12 @@ function onReady(api: PjrtApi, event: number): Promise<number> {
 }
 
 /** Returns the event's error pointer (0 on success), owned by the caller. */
-async function waitForError(api: PjrtApi, event: number, mode: EventWait): Promise<number> {
+async function waitForError(api: PjrtApi, event: number, { mode, autoPollMs }: EventWaitPolicy): Promise<number> {
   const isReady = readiness(api, event);
   const hasOnReady = api.slotAddress("PJRT_Event_OnReady") !== 0;
   const readError = () => api.callReturningError("PJRT_Event_Error", new CStruct(PJRT_Event_Error_Args, { event }));
   if (mode === "callback" && hasOnReady) return isReady() ? readError() : onReady(api, event);
-  if (await pollTurns(isReady, mode === "auto" ? AUTO_POLL_MS : 20)) return readError();
+  if (await pollTurns(isReady, mode === "auto" ? autoPollMs : 20)) return readError();
   if (mode === "auto" && hasOnReady) return onReady(api, event);
   await pollTimers(isReady);
   return readError();
@@ -89,11 +97,11 @@ export async function awaitEvent(
   event: number,
   what: string,
   errorCode: ErrorCode = "PJRT_ERROR",
-  mode: EventWait = "auto",
+  wait: EventWaitPolicy = DEFAULT_EVENT_WAIT,
 ): Promise<void> {
   if (!event) return;
   try {
-    const error = await waitForError(api, event, mode);
+    const error = await waitForError(api, event, wait);
     if (error) throw api.takeError(error, what, errorCode);
   } catch (error) {
     if (error instanceof Error && !error.message.startsWith(what)) error.message = `${what}: ${error.message}`;

@@ -12,22 +12,40 @@ export interface LoadPoolOptions {
   readonly prefault?: { readonly code: boolean; readonly heapBytes: number };
   /** The threads' script: load-thread.ts unless a test substitutes its own. */
   readonly script?: string;
+  /**
+   * Hedged loads: extra copies of a load that are given to threads still idle once the loads
+   * asked for at the same time have all had a thread. The first copy loaded wins and the others'
+   * executables go to `discard` when they finish. How fast a load runs depends on the CPU it lands
+   * on (on the H200 host's vCPUs one load took 25-34 ms on some and 38-52 ms on others), and a
+   * restart or a reload often loads one program while the other threads sit idle. Default 0.
+   */
+  readonly hedge?: number;
+  /** Destroys a copy's executable that lost the race (called on the owner's thread). */
+  readonly discard?: (client: number, handle: number) => void;
 }
 
 interface Job {
   /** Address of the PJRT_Client to load into; it must outlive the pool (see close). */
   readonly client: number;
+  /** Kept by the job; each copy sent to a thread is a copy of it, transferred. */
   readonly program: ArrayBuffer;
   readonly options: ArrayBuffer;
   readonly resolve: (handle: number) => void;
   readonly reject: (error: XlaserveError) => void;
-  /** Settles, never rejects, once the job has an outcome: what close() waits for. */
-  readonly settled: Promise<void>;
+  /** Copies on threads now. */
+  running: number;
+  /** Whether the caller has its answer; copies finishing later are discarded. */
+  answered: boolean;
+  /** The first copy's failure, given to the caller once no copy is left running. */
+  failure: XlaserveError | null;
 }
 
 interface LoadThread {
   readonly worker: Worker;
   job: Job | null;
+  /** Settles when the thread's current copy is answered (or the thread died): close waits for it. */
+  done: Promise<void> | null;
+  markDone: () => void;
   /** Settles when the thread has opened the plugin (prestart) or died. */
   opened: Promise<void>;
   markOpened: () => void;
@@ -64,6 +82,9 @@ export class LoadPool {
   private readonly threads = new Set<LoadThread>();
   private readonly idle: LoadThread[] = [];
   private readonly queue: Job[] = [];
+  /** Jobs given a thread since the last hedging turn. */
+  private readonly toHedge: Job[] = [];
+  private hedgeTurnDue = false;
   private closing: Promise<void> | null = null;
   /** What each prestarted thread reported on opening: ms and what it mapped in. */
   readonly openReports: OpenedAnswer["opened"][] = [];
@@ -71,6 +92,10 @@ export class LoadPool {
   constructor(options: LoadPoolOptions) {
     if (!Number.isInteger(options.size) || options.size < 1) {
       throw new XlaserveError("INTERNAL", `a load pool needs at least one thread, got ${options.size}`);
+    }
+    const hedge = options.hedge ?? 0;
+    if (!Number.isInteger(hedge) || hedge < 0 || (hedge > 0 && !options.discard)) {
+      throw new XlaserveError("INTERNAL", `hedged loads need an integer hedge >= 0 and a discard, got ${hedge}`);
     }
     this.options = options;
   }
@@ -110,17 +135,15 @@ export class LoadPool {
   load(client: number, program: Uint8Array, options: Uint8Array): Promise<number> {
     if (this.closing) return Promise.reject(closedError());
     const { promise, resolve, reject } = Promise.withResolvers<number>();
-    const settled = promise.then(
-      () => {},
-      () => {},
-    );
     this.queue.push({
       client,
       program: transferable(program),
       options: transferable(options),
       resolve,
       reject,
-      settled,
+      running: 0,
+      answered: false,
+      failure: null,
     });
     this.dispatch();
     return promise;
@@ -138,7 +161,7 @@ export class LoadPool {
 
   private async shutDown(): Promise<void> {
     for (const job of this.queue.splice(0)) job.reject(closedError());
-    await Promise.all([...this.threads].map((t) => t.job?.settled));
+    await Promise.all([...this.threads].map((t) => t.done));
     for (const thread of this.threads) thread.worker.terminate();
     this.threads.clear();
     this.idle.length = 0;
@@ -147,15 +170,41 @@ export class LoadPool {
   private dispatch(): void {
     while (this.queue.length > 0) {
       const thread = this.idle.pop() ?? (this.threads.size < this.options.size ? this.start() : null);
-      if (!thread) return;
-      this.give(thread, this.queue.shift() as Job);
+      if (!thread) break;
+      const job = this.queue.shift() as Job;
+      this.give(thread, job);
+      if (this.options.hedge) this.toHedge.push(job);
+    }
+    if (this.toHedge.length > 0 && !this.hedgeTurnDue) {
+      // A turn later, so that loads asked for together (a model's programs, a restart's) each get
+      // a thread before any copy takes one.
+      this.hedgeTurnDue = true;
+      setImmediate(() => this.hedgeTurn());
+    }
+  }
+
+  /** Gives the jobs just started copies on idle threads, in turns, while nothing waits. */
+  private hedgeTurn(): void {
+    this.hedgeTurnDue = false;
+    const jobs = this.toHedge.splice(0);
+    const copies = 1 + (this.options.hedge ?? 0);
+    for (let gave = true; gave; ) {
+      gave = false;
+      for (const job of jobs) {
+        if (this.closing || this.queue.length > 0) return;
+        if (job.answered || job.running >= copies) continue;
+        const thread = this.idle.pop();
+        if (!thread) return;
+        this.give(thread, job);
+        gave = true;
+      }
     }
   }
 
   private start(): LoadThread {
     const worker = new Worker(this.options.script ?? THREAD_SCRIPT);
     const { promise: opened, resolve: markOpened } = Promise.withResolvers<void>();
-    const thread: LoadThread = { worker, job: null, opened, markOpened };
+    const thread: LoadThread = { worker, job: null, done: null, markDone: () => {}, opened, markOpened };
     worker.onmessage = (event: MessageEvent<LoadAnswer | OpenedAnswer>) => {
       if ("opened" in event.data) {
         this.openReports.push(event.data.opened);
@@ -173,29 +222,56 @@ export class LoadPool {
 
   private give(thread: LoadThread, job: Job): void {
     thread.job = job;
+    job.running++;
+    const { promise, resolve } = Promise.withResolvers<void>();
+    thread.done = promise;
+    thread.markDone = resolve;
     thread.worker.ref();
+    // Without hedging a job has one copy, which may take the job's own bytes.
+    const own = (bytes: ArrayBuffer) => (this.options.hedge ? bytes.slice(0) : bytes);
     const request: LoadRequest = {
       pluginPath: this.options.pluginPath,
       client: job.client,
-      program: job.program,
-      options: job.options,
+      program: own(job.program),
+      options: own(job.options),
     };
-    thread.worker.postMessage(request, [job.program, job.options]);
+    thread.worker.postMessage(request, [request.program, request.options]);
+  }
+
+  /** Takes the thread's copy off it; the job it belonged to, if any. */
+  private release(thread: LoadThread): Job | null {
+    const job = thread.job;
+    thread.job = null;
+    thread.done = null;
+    thread.markDone();
+    if (job) job.running--;
+    return job;
   }
 
   private answered(thread: LoadThread, answer: LoadAnswer): void {
-    const job = thread.job;
+    const job = this.release(thread);
     if (!job) return;
-    thread.job = null;
     thread.worker.unref();
     this.idle.push(thread);
     if ("error" in answer) {
       const { code, message, details } = answer.error;
-      job.reject(new XlaserveError(code, message, { ...details }));
+      this.copyFailed(job, new XlaserveError(code, message, { ...details }));
+    } else if (job.answered) {
+      this.options.discard?.(job.client, answer.handle);
     } else {
+      job.answered = true;
       job.resolve(answer.handle);
     }
     if (!this.closing) this.dispatch();
+  }
+
+  /** A copy's failure fails the job only when no other copy may still load the program. */
+  private copyFailed(job: Job, error: XlaserveError): void {
+    if (job.answered) return;
+    job.failure ??= error;
+    if (job.running > 0) return;
+    job.answered = true;
+    job.reject(job.failure);
   }
 
   /**
@@ -209,9 +285,13 @@ export class LoadPool {
     const at = this.idle.indexOf(thread);
     if (at >= 0) this.idle.splice(at, 1);
     thread.worker.terminate();
-    const job = thread.job;
-    thread.job = null;
-    job?.reject(new XlaserveError("INTERNAL", `a program load thread ${why}`, { pluginPath: this.options.pluginPath }));
+    const job = this.release(thread);
+    if (job) {
+      this.copyFailed(
+        job,
+        new XlaserveError("INTERNAL", `a program load thread ${why}`, { pluginPath: this.options.pluginPath }),
+      );
+    }
     if (!this.closing) this.dispatch();
   }
 }

@@ -77,6 +77,7 @@ export function mockControls(path: string) {
     mock_max_concurrent_loads: { args: [], returns: "i32" },
     mock_reset_max_concurrent_loads: { args: [], returns: "void" },
     mock_loads_off_client_thread: { args: [], returns: "i32" },
+    mock_reset_load_sleeps: { args: [], returns: "void" },
   });
   const s = lib.symbols;
   return {
@@ -101,5 +102,7 @@ export function mockControls(path: string) {
     resetMaxConcurrentLoads: () => s.mock_reset_max_concurrent_loads(),
     /** DeserializeAndLoad calls made on a thread other than the one that created the client. */
     loadsOffClientThread: () => s.mock_loads_off_client_thread(),
+    /** Starts `mock.load_sleeps=` lists over at their first entry. */
+    resetLoadSleeps: () => s.mock_reset_load_sleeps(),
   };
 }

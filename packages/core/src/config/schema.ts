@@ -40,6 +40,13 @@ export const ConfigSchema = Type.Object(
           description:
             "threads that load compiled programs into the PJRT client (a load is CPU work inside the plugin, and loads on several threads overlap); 0 loads on the engine thread",
         }),
+        hedgeLoads: Type.Integer({
+          minimum: 0,
+          maximum: 15,
+          default: 0,
+          description:
+            "extra copies of a program load run on loader threads left idle; the first one loaded is kept (a load's time depends on the CPU it lands on)",
+        }),
       },
       section,
     ),

@@ -1,0 +1,152 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { isXlaserveError } from "@xlaserve/core";
+import { type PjrtBackend, type PjrtBackendOptions, createPjrtBackend } from "../src/backend.ts";
+import { buildMock, mockControls } from "./support/build-mock.ts";
+import { LOADS, f32, outcome, text } from "./support/loads.ts";
+
+const SLOW_MS = 600;
+const FAST_MS = 30;
+
+let path: string;
+let mock: ReturnType<typeof mockControls>;
+/** Loads sleep SLOW, FAST, SLOW, SLOW ms in the order they start: the second copy is the fast one. */
+let secondFast: Uint8Array;
+/** Every load sleeps SLOW_MS. */
+let slow: Uint8Array;
+/** The first load fails after FAST_MS, the next three load after SLOW_MS. */
+let firstFails: Uint8Array;
+/** Every load fails, after FAST_MS. */
+let allFail: Uint8Array;
+
+function backendWith(options: Partial<PjrtBackendOptions> = {}): PjrtBackend {
+  return createPjrtBackend({ pluginPath: path, isolateCompile: false, loadThreads: 4, ...options });
+}
+
+/** Waits until the plugin has seen `n` more loads than `from`, or 3 s. */
+async function loadsStarted(from: number, n: number): Promise<number> {
+  for (let i = 0; i < 300 && mock.calls(LOADS) - from < n; i++) await Bun.sleep(10);
+  return mock.calls(LOADS) - from;
+}
+
+beforeAll(async () => {
+  path = buildMock("ok");
+  mock = mockControls(path);
+  const compiler = backendWith({ loadThreads: 0 });
+  const serialized = async (source: string) => {
+    const exe = await compiler.compile({ bytes: text(source), format: "text" }, {});
+    const bytes = await compiler.serialize(exe);
+    exe.dispose();
+    return bytes;
+  };
+  secondFast = await serialized(`module @hedged { mock.load_sleeps=${SLOW_MS},${FAST_MS},${SLOW_MS},${SLOW_MS} }`);
+  slow = await serialized(`module @slow { mock.sleep_ms=${SLOW_MS} }`);
+  firstFails = await serialized(`module @ff { mock.load_sleeps=!${FAST_MS},${SLOW_MS},${SLOW_MS},${SLOW_MS} }`);
+  allFail = await serialized(`module @af { mock.load_sleeps=!${FAST_MS} }`);
+  await compiler.dispose();
+});
+
+describe("hedged loads (mock plugin)", () => {
+  test("a lone load runs as copies on the idle threads; the first loaded is kept, the others destroyed", async () => {
+    const backend = backendWith({ hedgeLoads: 3 });
+    await backend.loadersReady();
+    const executables = mock.liveExecutables();
+    const loads = mock.calls(LOADS);
+    mock.resetLoadSleeps();
+    const t0 = performance.now();
+    const exe = await backend.deserialize(secondFast, {});
+    const ms = performance.now() - t0;
+    // the fast copy answered; without copies the load takes SLOW_MS
+    expect(ms).toBeLessThan(SLOW_MS / 2);
+    expect(mock.calls(LOADS) - loads).toBe(4);
+    // the kept program runs
+    const weight = await backend.upload(f32([1, 2]));
+    const x = await backend.upload(f32([10, 20]));
+    const [sum, count] = await backend.execute(exe, [x, weight]);
+    expect(Array.from((await backend.download(sum!)).data as Float32Array)).toEqual([11, 22]);
+    for (const b of [x, weight, sum!, count!]) b.dispose();
+    exe.dispose();
+    // the three slow copies are destroyed as they finish, before the backend is
+    for (let i = 0; i < 300 && mock.liveExecutables() > executables; i++) await Bun.sleep(10);
+    expect(mock.liveExecutables()).toBe(executables);
+    await backend.dispose();
+  });
+
+  test("hedgeLoads 0 (the default) runs one copy", async () => {
+    const backend = backendWith();
+    await backend.loadersReady();
+    const loads = mock.calls(LOADS);
+    mock.resetLoadSleeps();
+    const t0 = performance.now();
+    const exe = await backend.deserialize(secondFast, {});
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(SLOW_MS);
+    expect(mock.calls(LOADS) - loads).toBe(1);
+    exe.dispose();
+    await backend.dispose();
+  });
+
+  test("loads asked for together each get a thread before any copy does", async () => {
+    const backend = backendWith({ hedgeLoads: 3 });
+    await backend.loadersReady();
+    const loads = mock.calls(LOADS);
+    mock.resetMaxConcurrentLoads();
+    const exes = await Promise.all([1, 2, 3, 4].map(() => backend.deserialize(slow, {})));
+    expect(mock.calls(LOADS) - loads).toBe(4);
+    expect(mock.maxConcurrentLoads()).toBe(4);
+    // two loads leave two threads idle: one copy each
+    const two = await Promise.all([1, 2].map(() => backend.deserialize(slow, {})));
+    expect(await loadsStarted(loads, 8)).toBe(8);
+    for (const e of [...exes, ...two]) e.dispose();
+    await backend.dispose();
+  });
+
+  test("a copy that fails does not fail the load while another copy may still load it", async () => {
+    const backend = backendWith({ hedgeLoads: 3 });
+    await backend.loadersReady();
+    const errors = mock.liveErrors();
+    const loads = mock.calls(LOADS);
+    mock.resetLoadSleeps();
+    const exe = await backend.deserialize(firstFails, {});
+    expect(exe.outputCount).toBe(2);
+    expect(mock.calls(LOADS) - loads).toBe(4);
+    exe.dispose();
+    await backend.dispose();
+    expect(mock.liveErrors()).toBe(errors);
+  });
+
+  test("a load fails once, with the error a single copy gives, when every copy failed", async () => {
+    const backend = backendWith({ hedgeLoads: 3 });
+    await backend.loadersReady();
+    const errors = mock.liveErrors();
+    const executables = mock.liveExecutables();
+    const loads = mock.calls(LOADS);
+    const failure = await outcome(backend.deserialize(allFail, {}));
+    expect(isXlaserveError(failure, "PJRT_ERROR")).toBe(true);
+    expect((failure as Error).message).toContain("this load's turn fails");
+    // answered only after the last copy failed
+    expect(mock.calls(LOADS) - loads).toBe(4);
+    expect(mock.liveErrors()).toBe(errors);
+    expect(mock.liveExecutables()).toBe(executables);
+    // a program the plugin refuses at once fails before any copy starts: still one typed error
+    const corrupt = await outcome(backend.deserialize(new Uint8Array([1, 2, 3]), {}));
+    expect(isXlaserveError(corrupt, "PJRT_ERROR")).toBe(true);
+    expect((corrupt as Error).message).toContain("not a serialized mock executable (3 bytes)");
+    await backend.dispose();
+    expect(mock.liveErrors()).toBe(errors);
+  });
+
+  test("dispose while copies still run waits for them and destroys what they load", async () => {
+    const backend = backendWith({ hedgeLoads: 3 });
+    await backend.loadersReady();
+    const executables = mock.liveExecutables();
+    const loads = mock.calls(LOADS);
+    const pending = outcome(backend.deserialize(slow, {}));
+    expect(await loadsStarted(loads, 4)).toBe(4);
+    await backend.dispose();
+    expect(isXlaserveError(await pending, "DISPOSED")).toBe(true);
+    expect(mock.liveExecutables()).toBe(executables);
+  });
+
+  test("a hedge that is not an integer >= 0 is CONFIG_INVALID", () => {
+    expect(() => backendWith({ hedgeLoads: -1 })).toThrow(/hedgeLoads must be an integer >= 0/);
+  });
+});
