@@ -36,7 +36,8 @@
 #   load-faults    after compile-load: bench/gpu/diag/first-load-faults.ts, 3 rounds of fresh processes
 #                  per variant: a first load's page faults, which mappings they filled, and prefaults
 #   hedged-loads   bench/gpu/diag/hedged-loads.ts on ResNet-50 b1 and b32: fresh processes taking
-#                  turns over pjrt.hedgeLoads 0, 1 and 3 (first load, later loads, a burst)
+#                  turns over pjrt.hedgeLoads 0, 1 and 3 (first load, later loads, a burst);
+#                  $HEDGED_SETTINGS (loadThreads:hedgeLoads list) and $HEDGED_ROUNDS change them
 #   thread-loads   bench/gpu/diag/thread-vs-main-loads.ts for ResNet-50 b1 and b32: loads on a loader
 #                  thread against loads on the client's thread, in turns, in one process
 #   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
@@ -258,7 +259,7 @@ for phase in "${ordered[@]}"; do
       ;;
     hedged-loads)
       run_step hedged-loads 150 bun bench/gpu/diag/hedged-loads.ts --bundle "$WORK/models/resnet50" \
-        --batches 1,32 --settings 4:0,4:1,4:3 --rounds "${HEDGED_ROUNDS:-5}" --results-dir "$RES"
+        --batches 1,32 --settings "${HEDGED_SETTINGS:-4:0,4:1,4:3}" --rounds "${HEDGED_ROUNDS:-5}" --results-dir "$RES"
       ;;
     thread-loads)
       for b in 1 32; do

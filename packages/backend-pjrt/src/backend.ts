@@ -81,14 +81,17 @@ export interface PjrtBackendOptions {
   /**
    * Extra copies of a load run on loader threads left idle (load-pool.ts hedge); the first copy
    * loaded is kept, the others destroyed when they finish. Loads asked for together each get a
-   * thread first, so copies only use threads that would otherwise sit idle. Default 0.
+   * thread first, so copies only use threads that would otherwise sit idle. A load's time depends
+   * on the vCPU it lands on: on the H200 host one extra copy brought ResNet-50's first load in a
+   * fresh process from 32-43 ms to 28-32.5 ms (medians, bench/results/pjrt-hedged-loads-*).
+   * Default 1; 0 runs every load once.
    */
   readonly hedgeLoads?: number;
 }
 
 export const DEFAULT_LOAD_THREADS = 4;
 /** Copies per load beyond the first (hedgeLoads); see PjrtBackendOptions. */
-export const DEFAULT_HEDGE_LOADS = 0;
+export const DEFAULT_HEDGE_LOADS = 1;
 
 /** The number of loader threads these options ask for, checked. */
 export function loadThreadsFor(options: PjrtBackendOptions): number {

@@ -6,6 +6,8 @@ import { LOADS, f32, outcome, text } from "./support/loads.ts";
 
 const SLOW_MS = 600;
 const FAST_MS = 30;
+/** Long enough for the copies to have started (a turn of the event loop) before a load fails. */
+const FAIL_MS = 100;
 
 let path: string;
 let mock: ReturnType<typeof mockControls>;
@@ -13,9 +15,9 @@ let mock: ReturnType<typeof mockControls>;
 let secondFast: Uint8Array;
 /** Every load sleeps SLOW_MS. */
 let slow: Uint8Array;
-/** The first load fails after FAST_MS, the next three load after SLOW_MS. */
+/** The first load fails after FAIL_MS, the next three load after SLOW_MS. */
 let firstFails: Uint8Array;
-/** Every load fails, after FAST_MS. */
+/** Every load fails, after FAIL_MS. */
 let allFail: Uint8Array;
 
 function backendWith(options: Partial<PjrtBackendOptions> = {}): PjrtBackend {
@@ -40,8 +42,8 @@ beforeAll(async () => {
   };
   secondFast = await serialized(`module @hedged { mock.load_sleeps=${SLOW_MS},${FAST_MS},${SLOW_MS},${SLOW_MS} }`);
   slow = await serialized(`module @slow { mock.sleep_ms=${SLOW_MS} }`);
-  firstFails = await serialized(`module @ff { mock.load_sleeps=!${FAST_MS},${SLOW_MS},${SLOW_MS},${SLOW_MS} }`);
-  allFail = await serialized(`module @af { mock.load_sleeps=!${FAST_MS} }`);
+  firstFails = await serialized(`module @ff { mock.load_sleeps=!${FAIL_MS},${SLOW_MS},${SLOW_MS},${SLOW_MS} }`);
+  allFail = await serialized(`module @af { mock.load_sleeps=!${FAIL_MS} }`);
   await compiler.dispose();
 });
 
@@ -71,8 +73,21 @@ describe("hedged loads (mock plugin)", () => {
     await backend.dispose();
   });
 
-  test("hedgeLoads 0 (the default) runs one copy", async () => {
+  test("by default a lone load gets one extra copy", async () => {
     const backend = backendWith();
+    await backend.loadersReady();
+    const loads = mock.calls(LOADS);
+    mock.resetLoadSleeps();
+    const t0 = performance.now();
+    const exe = await backend.deserialize(secondFast, {});
+    expect(performance.now() - t0).toBeLessThan(SLOW_MS / 2);
+    expect(mock.calls(LOADS) - loads).toBe(2);
+    exe.dispose();
+    await backend.dispose();
+  });
+
+  test("hedgeLoads 0 runs one copy", async () => {
+    const backend = backendWith({ hedgeLoads: 0 });
     await backend.loadersReady();
     const loads = mock.calls(LOADS);
     mock.resetLoadSleeps();

@@ -28,7 +28,14 @@ describe("loadConfig", () => {
     // toMatchObject: other packages may add settings of their own to the schema.
     expect(config).toMatchObject({
       engine: "auto",
-      pjrt: { memoryFraction: 0.75, preallocate: false, deterministic: false, compileInChild: true, loadThreads: 4 },
+      pjrt: {
+        memoryFraction: 0.75,
+        preallocate: false,
+        deterministic: false,
+        compileInChild: true,
+        loadThreads: 4,
+        hedgeLoads: 1,
+      },
       server: { host: "127.0.0.1", port: 8000, maxBodyBytes: 64 * 1024 * 1024 },
       repository: { path: "examples/models", dynamic: true, pollIntervalMs: 2000 },
       cache: { enabled: true, stateDir: ".state", database: "sqlite" },
@@ -119,6 +126,45 @@ describe("loadConfig", () => {
       const problems = error.details.errors as { path: string; expected: string }[];
       expect(problems).toMatchObject([{ path: "pjrt.loadThreads", expected: "an integer >= 0 and <= 16" }]);
     }
+  });
+
+  test("pjrt.hedgeLoads is an integer from 0 to 15, 1 by default", () => {
+    expect(loadConfig({ env: {} }).pjrt.hedgeLoads).toBe(1);
+    expect(loadConfig({ env: { XLASERVE_PJRT__HEDGE_LOADS: "0" } }).pjrt.hedgeLoads).toBe(0);
+    expect(loadConfig({ env: { XLASERVE_PJRT__HEDGE_LOADS: "15" } }).pjrt.hedgeLoads).toBe(15);
+    for (const bad of ["16", "-1"]) {
+      const error = configError(() => loadConfig({ env: { XLASERVE_PJRT__HEDGE_LOADS: bad } }));
+      expect(error.code).toBe("CONFIG_INVALID");
+      const problems = error.details.errors as { path: string }[];
+      expect(problems).toMatchObject([{ path: "pjrt.hedgeLoads" }]);
+    }
+  });
+
+  test("an integer setting given a fraction or an exponent is refused, not truncated", () => {
+    for (const bad of ["1.5", "1e1"]) {
+      const error = configError(() => loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: bad, XLASERVE_PORT: "80.5" } }));
+      expect(error.details.errors).toEqual([
+        {
+          path: "pjrt.loadThreads",
+          expected: "an integer >= 0 and <= 16",
+          found: JSON.stringify(bad),
+          source: "env XLASERVE_PJRT__LOAD_THREADS",
+        },
+        {
+          path: "server.port",
+          expected: expect.stringContaining("integer"),
+          found: '"80.5"',
+          source: "env XLASERVE_PORT",
+        },
+      ]);
+    }
+    const file = join(dir, "fraction.yaml");
+    writeFileSync(file, "server:\n  httpThreads: 2.5\n");
+    expect(configError(() => loadConfig({ file, env: {} })).details.errors).toMatchObject([
+      { path: "server.httpThreads", found: "2.5", source: `file ${file}` },
+    ]);
+    // whole numbers written with spaces or a sign still count
+    expect(loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: " +3 " } }).pjrt.loadThreads).toBe(3);
   });
 
   test("unreadable files are CONFIG_INVALID", () => {

@@ -17,7 +17,8 @@ export interface LoadPoolOptions {
    * asked for at the same time have all had a thread. The first copy loaded wins and the others'
    * executables go to `discard` when they finish. How fast a load runs depends on the CPU it lands
    * on (on the H200 host's vCPUs one load took 25-34 ms on some and 38-52 ms on others), and a
-   * restart or a reload often loads one program while the other threads sit idle. Default 0.
+   * restart or a reload often loads one program while the other threads sit idle. Default 0 (the
+   * backend's default is 1).
    */
   readonly hedge?: number;
   /** Destroys a copy's executable that lost the race (called on the owner's thread). */

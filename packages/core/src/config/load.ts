@@ -54,8 +54,8 @@ export function validateConfig(
   earlier: readonly ConfigProblem[] = [],
 ): Config {
   const value = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, Value.Clone(raw ?? {})));
-  const problems = [...earlier];
-  const seen = new Set<string>();
+  const problems = [...earlier, ...inexactIntegers(ConfigSchema, raw, "", sources)];
+  const seen = new Set<string>(problems.map((p) => p.path));
   for (const error of Value.Errors(ConfigSchema, value)) {
     const unknownKey = error.type === ValueErrorType.ObjectAdditionalProperties;
     const path = pointerToPath(error.path);
@@ -129,6 +129,38 @@ function pointerToPath(pointer: string): string {
 }
 
 /** Human wording of what a schema accepts, for the error list. */
+/**
+ * Integer settings given something that is not exactly an integer (1.5, "1.5", "1e1"): TypeBox's
+ * Convert truncates those to a valid integer, which would silently run with another value.
+ */
+function inexactIntegers(
+  schema: TSchema,
+  raw: unknown,
+  path: string,
+  sources: ReadonlyMap<string, string>,
+): ConfigProblem[] {
+  if (schema.type === "integer") {
+    const exact =
+      typeof raw === "number" ? Number.isInteger(raw) : typeof raw === "string" ? /^\s*[+-]?\d+\s*$/.test(raw) : true;
+    if (exact) return [];
+    return [
+      {
+        path,
+        expected: describeExpected(schema),
+        found: JSON.stringify(raw),
+        source: sources.get(path) ?? "given value",
+      },
+    ];
+  }
+  const properties = schema.properties as Record<string, TSchema> | undefined;
+  if (!properties || raw === null || typeof raw !== "object") return [];
+  return Object.entries(properties).flatMap(([key, child]) =>
+    key in raw
+      ? inexactIntegers(child, (raw as Record<string, unknown>)[key], path ? `${path}.${key}` : key, sources)
+      : [],
+  );
+}
+
 function describeExpected(schema: TSchema): string {
   if (Array.isArray(schema.anyOf)) {
     const literals = (schema.anyOf as TSchema[]).map((s) => s.const).filter((c) => c !== undefined);

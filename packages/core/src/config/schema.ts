@@ -43,7 +43,7 @@ export const ConfigSchema = Type.Object(
         hedgeLoads: Type.Integer({
           minimum: 0,
           maximum: 15,
-          default: 0,
+          default: 1,
           description:
             "extra copies of a program load run on loader threads left idle; the first one loaded is kept (a load's time depends on the CPU it lands on)",
         }),
