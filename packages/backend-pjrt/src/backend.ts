@@ -136,6 +136,8 @@ export class PjrtBackend implements AbstractBackend {
   private readonly loader: LoadPool | null;
   /** Loads handed to the loader and not yet adopted or refused; settle, never reject. */
   private readonly loading = new Set<Promise<void>>();
+  /** Aborted on dispose: kills compile children still running. */
+  private readonly compiling = new AbortController();
 
   /**
    * Milliseconds of each start-up step (dlopen and gate, PJRT_Plugin_Initialize, attributes,
@@ -238,6 +240,7 @@ export class PjrtBackend implements AbstractBackend {
         module,
         compileOptions: proto,
         timeoutMs: this.options.compileTimeoutMs,
+        signal: this.compiling.signal,
       });
       return this.load(serialized, proto);
     }
@@ -289,8 +292,9 @@ export class PjrtBackend implements AbstractBackend {
   }
 
   /**
-   * Refuses new calls (DISPOSED), lets the loads in flight finish and destroys what they load,
-   * stops the loader threads, then destroys the client and whatever it still owns.
+   * Refuses new calls (DISPOSED), kills compile children still running (their compiles fail with
+   * DISPOSED), lets the loads in flight finish and destroys what they load, stops the loader
+   * threads, then destroys the client and whatever it still owns.
    */
   dispose(): Promise<void> {
     this.disposing ??= this.shutDown();
@@ -299,6 +303,7 @@ export class PjrtBackend implements AbstractBackend {
 
   private async shutDown(): Promise<void> {
     this.disposed = true;
+    this.compiling.abort();
     // A loader thread may be inside the plugin with this client: it must outlive them.
     await Promise.all([this.loader?.close(), ...this.loading]);
     this.client.destroy();

@@ -302,4 +302,27 @@ describe("crash isolation (compile in a child process)", () => {
     expect(Array.from((await isolated.download(y!)).data as Float32Array)).toEqual([4, 5]);
     await isolated.dispose();
   });
+
+  test("dispose kills a compile child still running; its compile fails with DISPOSED", async () => {
+    const isolated = createPjrtBackend({ pluginPath: path, isolateCompile: true, loadThreads: 0 });
+    const source = { bytes: new TextEncoder().encode("module @long { mock.sleep_ms=20000 }"), format: "text" as const };
+    const compiling = isolated.compile({ ...source, origin: "long.mlir" }, {}).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    const children = () =>
+      Bun.spawnSync(["pgrep", "-P", String(process.pid), "-f", "compile-child"])
+        .stdout.toString()
+        .trim();
+    for (let i = 0; i < 200 && children() === ""; i++) await Bun.sleep(10);
+    expect(children()).not.toBe("");
+    const t0 = performance.now();
+    await isolated.dispose();
+    const caught = await compiling;
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    expect(isXlaserveError(caught, "DISPOSED")).toBe(true);
+    expect((caught as Error).message).toContain("long.mlir");
+    for (let i = 0; i < 100 && children() !== ""; i++) await Bun.sleep(10);
+    expect(children()).toBe("");
+  });
 });

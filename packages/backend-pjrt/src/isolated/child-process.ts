@@ -6,13 +6,22 @@ export interface ChildResult {
   readonly stdout: string;
   readonly stderr: string;
   readonly timedOut: boolean;
+  /** Killed because `signal` aborted (its owner was disposed). */
+  readonly aborted: boolean;
 }
 
 /**
  * Runs a TypeScript file of this package in a fresh Bun process and collects its output. A child
- * that aborts (XLA CHECK failures, a plugin that crashes on load) ends only itself.
+ * that aborts (XLA CHECK failures, a plugin that crashes on load) ends only itself. The child is
+ * killed when `timeoutMs` passes or `signal` aborts, so none outlives its use (a compile can run
+ * for minutes).
  */
-export async function runChild(script: string, argv: readonly string[], timeoutMs: number): Promise<ChildResult> {
+export async function runChild(
+  script: string,
+  argv: readonly string[],
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<ChildResult> {
   const child = Bun.spawn([process.execPath, script, ...argv], {
     stdin: "ignore",
     stdout: "pipe",
@@ -20,10 +29,17 @@ export async function runChild(script: string, argv: readonly string[], timeoutM
     env: process.env,
   });
   let timedOut = false;
+  let aborted = false;
   const timer = setTimeout(() => {
     timedOut = true;
     child.kill("SIGKILL");
   }, timeoutMs);
+  const abort = () => {
+    aborted = true;
+    child.kill("SIGKILL");
+  };
+  if (signal?.aborted) abort();
+  else signal?.addEventListener("abort", abort, { once: true });
   try {
     const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
     await child.exited;
@@ -33,9 +49,11 @@ export async function runChild(script: string, argv: readonly string[], timeoutM
       stdout,
       stderr,
       timedOut,
+      aborted,
     };
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener("abort", abort);
   }
 }
 

@@ -13,6 +13,8 @@ export interface ChildCompileRequest {
   readonly module: ModuleSource;
   readonly compileOptions: Uint8Array;
   readonly timeoutMs?: number;
+  /** Aborting it kills the child; the compile then fails with DISPOSED. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -36,7 +38,13 @@ export async function compileInChild(request: ChildCompileRequest): Promise<Uint
     writeFileSync(job.modulePath, request.module.bytes);
     writeFileSync(job.optionsPath, request.compileOptions);
     writeFileSync(join(dir, "job.json"), JSON.stringify(job));
-    const result = await runChild(CHILD, [join(dir, "job.json")], request.timeoutMs ?? 600_000);
+    const result = await runChild(CHILD, [join(dir, "job.json")], request.timeoutMs ?? 600_000, request.signal);
+    if (result.aborted) {
+      throw new XlaserveError(
+        "DISPOSED",
+        `the PJRT backend was disposed while compiling ${request.module.origin ?? "a module"}`,
+      );
+    }
     const answer = lastJsonLine(result.stdout);
     const typed = errorFromJson(answer);
     if (typed) throw typed;
