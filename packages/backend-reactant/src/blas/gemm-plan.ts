@@ -27,13 +27,11 @@ export type { GemmShape } from "./small-gemm-codegen.ts";
 
 export function planGemm(shape: GemmShape, f32: boolean): GemmRunner {
   const { m, n, k, lda, ldb, ldc, transA, transB } = shape;
-  const stridesFit = lda >= (transA ? m : k) && ldb >= (transB ? k : n) && ldc >= n;
+  // Empty extents and strides shorter than a row are `gemm`'s to handle (or refuse) on every call.
+  const plain = m > 0 && n > 0 && k > 0 && lda >= (transA ? m : k) && ldb >= (transB ? k : n) && ldc >= n;
   const small: SmallGemmKernel | null =
-    m > 0 && n > 0 && k > 0 && m * n * k <= SMALL_GEMM_LIMIT && stridesFit
-      ? (simdGemmKernel(shape, f32) ?? compileSmallGemm(shape, f32))
-      : null;
-  const library = small === null && m > 0 && n > 0 && k > 0 && stridesFit ? blasGemmFor(shape, f32) : null;
-  const direct = small ?? library;
+    plain && m * n * k <= SMALL_GEMM_LIMIT ? (simdGemmKernel(shape, f32) ?? compileSmallGemm(shape, f32)) : null;
+  const direct = small ?? (plain ? blasGemmFor(shape, f32) : null);
   const toCall = (...[a, aOffset, b, bOffset, c, cOffset]: Parameters<GemmRunner>): GemmCall => ({
     m,
     n,

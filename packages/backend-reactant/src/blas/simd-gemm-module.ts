@@ -56,6 +56,32 @@ const F64: Precision = {
   nan: Array.from({ length: 2 }, () => [0, 0, 0, 0, 0, 0, 0xf8, 0x7f]).flat(),
 };
 
+/** local += the i32 that `value` pushes. */
+function addTo(local: number, value: number[]): number[] {
+  return [...op.get(local), ...value, ...op.i32Add, ...op.set(local)];
+}
+
+/** `while (counter < limit) body`, unsigned; `body` moves the counter on. */
+function whileBelow(counter: number, limit: number, body: number[]): number[] {
+  return [
+    ...op.block,
+    ...op.loop,
+    ...op.get(counter),
+    ...op.get(limit),
+    ...op.i32GeU,
+    ...op.brIf(1),
+    ...body,
+    ...op.br(0),
+    ...op.end,
+    ...op.end,
+  ];
+}
+
+/** `for (counter = from; counter < limit; counter++) body`. */
+function countUp(counter: number, from: number, limit: number, body: number[]): number[] {
+  return [...op.i32(from), ...op.set(counter), ...whileBelow(counter, limit, [...body, ...addTo(counter, op.i32(1))])];
+}
+
 // gemm's parameters and locals.
 const [M, N, K, A, A_ROW, A_COL, B, B_ROW, C] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
 const [I, J, P, PA, PB, PC] = [9, 10, 11, 12, 13, 14];
@@ -84,31 +110,12 @@ function columnBlock(t: Precision, vectors: number): number[] {
     ...op.set(PB),
     ...nextX,
     ...vs.flatMap((v) => [...product(v), ...op.set(ACC + v)]),
-    ...op.i32(1),
-    ...op.set(P),
-    ...op.block,
-    ...op.loop,
-    ...op.get(P),
-    ...op.get(K),
-    ...op.i32GeU,
-    ...op.brIf(1),
-    ...op.get(PA),
-    ...op.get(A_COL),
-    ...op.i32Add,
-    ...op.set(PA),
-    ...op.get(PB),
-    ...op.get(B_ROW),
-    ...op.i32Add,
-    ...op.set(PB),
-    ...nextX,
-    ...vs.flatMap((v) => [...op.get(ACC + v), ...product(v), ...t.add, ...op.set(ACC + v)]),
-    ...op.get(P),
-    ...op.i32(1),
-    ...op.i32Add,
-    ...op.set(P),
-    ...op.br(0),
-    ...op.end,
-    ...op.end,
+    ...countUp(P, 1, K, [
+      ...addTo(PA, op.get(A_COL)),
+      ...addTo(PB, op.get(B_ROW)),
+      ...nextX,
+      ...vs.flatMap((v) => [...op.get(ACC + v), ...product(v), ...t.add, ...op.set(ACC + v)]),
+    ]),
     // pc = c + (i*n + j)*size; NaN lanes replaced by the canonical NaN
     ...op.get(C),
     ...op.get(I),
@@ -130,10 +137,7 @@ function columnBlock(t: Precision, vectors: number): number[] {
       ...v128.bitselect,
       ...v128.store(16 * v),
     ]),
-    ...op.get(J),
-    ...op.i32(vectors * t.lanes),
-    ...op.i32Add,
-    ...op.set(J),
+    ...addTo(J, op.i32(vectors * t.lanes)),
   ];
 }
 
@@ -154,41 +158,13 @@ function gemmBody(t: Precision): number[] {
       ...op.end,
     ];
   }
-  const code = [
-    ...op.i32(0),
-    ...op.set(I),
-    ...op.block,
-    ...op.loop,
-    ...op.get(I),
-    ...op.get(M),
-    ...op.i32GeU,
-    ...op.brIf(1),
-    ...op.i32(0),
-    ...op.set(J),
-    ...op.block,
-    ...op.loop,
-    ...op.get(J),
-    ...op.get(N),
-    ...op.i32GeU,
-    ...op.brIf(1),
-    ...choose,
-    ...op.br(0),
-    ...op.end,
-    ...op.end,
-    ...op.get(I),
-    ...op.i32(1),
-    ...op.i32Add,
-    ...op.set(I),
-    ...op.br(0),
-    ...op.end,
-    ...op.end,
-    ...op.end,
-  ];
   const locals = vec([
     [...u32(PC - I + 1), I32],
     [...u32(1 + MAX_VECTORS), V128],
   ]);
-  return [...locals, ...code];
+  // Each column block moves j on by its own width.
+  const rows = countUp(I, 0, M, [...op.i32(0), ...op.set(J), ...whileBelow(J, N, choose)]);
+  return [...locals, ...rows, ...op.end];
 }
 
 // transpose's parameters and locals.
@@ -196,15 +172,8 @@ const [SRC, ROWS, COLS, LD, DST] = [0, 1, 2, 3, 4];
 const [R, CI, FROM, TO] = [5, 6, 7, 8];
 
 function transposeBody(t: Precision): number[] {
-  const code = [
-    ...op.i32(0),
-    ...op.set(R),
-    ...op.block,
-    ...op.loop,
-    ...op.get(R),
-    ...op.get(ROWS),
-    ...op.i32GeU,
-    ...op.brIf(1),
+  const locals = vec([[...u32(TO - R + 1), I32]]);
+  const rows = countUp(R, 0, ROWS, [
     // from = src + r*ld*size; to = dst + r*size
     ...op.get(SRC),
     ...op.get(R),
@@ -220,45 +189,16 @@ function transposeBody(t: Precision): number[] {
     ...op.i32Mul,
     ...op.i32Add,
     ...op.set(TO),
-    ...op.i32(0),
-    ...op.set(CI),
-    ...op.block,
-    ...op.loop,
-    ...op.get(CI),
-    ...op.get(COLS),
-    ...op.i32GeU,
-    ...op.brIf(1),
-    ...op.get(TO),
-    ...op.get(FROM),
-    ...t.load(),
-    ...t.store(),
-    ...op.get(FROM),
-    ...op.i32(t.size),
-    ...op.i32Add,
-    ...op.set(FROM),
-    ...op.get(TO),
-    ...op.get(ROWS),
-    ...op.i32(t.size),
-    ...op.i32Mul,
-    ...op.i32Add,
-    ...op.set(TO),
-    ...op.get(CI),
-    ...op.i32(1),
-    ...op.i32Add,
-    ...op.set(CI),
-    ...op.br(0),
-    ...op.end,
-    ...op.end,
-    ...op.get(R),
-    ...op.i32(1),
-    ...op.i32Add,
-    ...op.set(R),
-    ...op.br(0),
-    ...op.end,
-    ...op.end,
-    ...op.end,
-  ];
-  return [...vec([[...u32(TO - R + 1), I32]]), ...code];
+    ...countUp(CI, 0, COLS, [
+      ...op.get(TO),
+      ...op.get(FROM),
+      ...t.load(),
+      ...t.store(),
+      ...addTo(FROM, op.i32(t.size)),
+      ...addTo(TO, [...op.get(ROWS), ...op.i32(t.size), ...op.i32Mul]),
+    ]),
+  ]);
+  return [...locals, ...rows, ...op.end];
 }
 
 /** The module's bytes; it exports `memory` (`pages` 64 KiB pages to start) and the four functions. */

@@ -47,11 +47,11 @@ let disabled = false;
 
 function load(): Instance | null {
   if (instance !== undefined) return instance;
-  instance = null;
   try {
-    const bytes = simdGemmModule(1);
-    if (typeof WebAssembly === "undefined" || !WebAssembly.validate(bytes)) return null;
-    const exports = new WebAssembly.Instance(new WebAssembly.Module(bytes), {}).exports as unknown as Exports;
+    // Compiling validates: a runtime without SIMD throws a CompileError here, one without
+    // WebAssembly a ReferenceError, so a separate WebAssembly.validate would only repeat it.
+    const compiled = new WebAssembly.Module(simdGemmModule(1));
+    const exports = new WebAssembly.Instance(compiled, {}).exports as unknown as Exports;
     const buffer = exports.memory.buffer;
     instance = { exports, f32: new Float32Array(buffer), f64: new Float64Array(buffer) };
   } catch {

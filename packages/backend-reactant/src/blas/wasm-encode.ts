@@ -17,7 +17,7 @@ export function u32(value: number): number[] {
   return out;
 }
 
-export function s32(value: number): number[] {
+function s32(value: number): number[] {
   const out: number[] = [];
   let v = value | 0;
   for (;;) {
@@ -55,10 +55,8 @@ export const op = {
   end: [0x0b],
   br: (depth: number) => [0x0c, ...u32(depth)],
   brIf: (depth: number) => [0x0d, ...u32(depth)],
-  call: (index: number) => [0x10, ...u32(index)],
   get: (local: number) => [0x20, ...u32(local)],
   set: (local: number) => [0x21, ...u32(local)],
-  tee: (local: number) => [0x22, ...u32(local)],
   i32: (value: number) => [0x41, ...s32(value)],
   i32Add: [0x6a],
   i32Sub: [0x6b],

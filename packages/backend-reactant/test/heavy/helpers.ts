@@ -45,6 +45,39 @@ export function randomF64(next: () => number, shape: number[]): NDArray {
   return { type: "f64", shape, data };
 }
 
+/** Zeros of both signs, NaN, infinities, a subnormal and values whose products overflow f32. */
+export const SPECIAL_FLOATS = [
+  0,
+  -0,
+  1,
+  -1,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  Number.NEGATIVE_INFINITY,
+  1e-45,
+  3e38,
+  -3e38,
+];
+
+/**
+ * `count` values in [-2, 2), each replaced by one of SPECIAL_FLOATS with probability `special`
+ * (0: never, and no draw spent on the choice).
+ */
+export function randomFloats(
+  next: () => number,
+  count: number,
+  f32: boolean,
+  special: number,
+): Float32Array | Float64Array {
+  const out = f32 ? new Float32Array(count) : new Float64Array(count);
+  for (let i = 0; i < count; i++)
+    out[i] =
+      special > 0 && next() < special
+        ? (SPECIAL_FLOATS[Math.floor(next() * SPECIAL_FLOATS.length)] as number)
+        : next() * 4 - 2;
+  return out;
+}
+
 export function array(type: ElemType, shape: number[], values: ArrayLike<number> | ArrayLike<bigint>): NDArray {
   const make = (): NDArray["data"] => {
     switch (type) {

@@ -10,20 +10,13 @@ import {
 } from "../../src/blas/index.ts";
 import { simdGemmKernel } from "../../src/blas/simd-gemm.ts";
 import { compileSmallGemm } from "../../src/blas/small-gemm-codegen.ts";
-import { rng } from "./helpers.ts";
-
-/** Zeros of both signs, NaN, infinities, a subnormal and values whose products overflow. */
-const SPECIAL = [0, -0, 1, -1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e-45, 3e38, -3e38];
+import { randomFloats, rng } from "./helpers.ts";
 
 type Floats = Float32Array | Float64Array;
 
-/** Random values in [-2, 2), with SPECIAL values mixed in unless `finite`. */
-function filled(next: () => number, count: number, f32: boolean, finite = false): Floats {
-  const out = f32 ? new Float32Array(count) : new Float64Array(count);
-  for (let i = 0; i < count; i++)
-    out[i] = !finite && next() < 0.05 ? (SPECIAL[Math.floor(next() * SPECIAL.length)] as number) : next() * 4 - 2;
-  return out;
-}
+/** Random values in [-2, 2), with special values (NaN, infinities...) mixed in unless `finite`. */
+const filled = (next: () => number, count: number, f32: boolean, finite = false): Floats =>
+  randomFloats(next, count, f32, finite ? 0 : 0.05);
 
 /** The stored bytes, NaN payloads included. */
 function bits(x: Floats): Uint8Array {

@@ -1,9 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { planGemm } from "../../src/blas/index.ts";
 import { smallGemm } from "../../src/blas/small-gemm.ts";
-import { rng } from "./helpers.ts";
-
-const SPECIAL = [0, -0, 1, -1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e-45, 3e38, -3e38];
+import { randomFloats, rng } from "./helpers.ts";
 
 /**
  * The small GEMM's definition: per element, the first product, then each later product added
@@ -61,15 +59,8 @@ describe("small GEMM", () => {
       ] as [number, number, number][]) {
         for (const transA of [false, true]) {
           for (const transB of [false, true]) {
-            const make = (count: number) => {
-              const out = f32 ? new Float32Array(count) : new Float64Array(count);
-              for (let i = 0; i < count; i++) {
-                out[i] = next() < 0.04 ? (SPECIAL[Math.floor(next() * SPECIAL.length)] as number) : next() * 4 - 2;
-              }
-              return out;
-            };
-            const a = make(m * k);
-            const b = make(k * n);
+            const a = randomFloats(next, m * k, f32, 0.04);
+            const b = randomFloats(next, k * n, f32, 0.04);
             const expected = reference(m, n, k, a, transA, b, transB, f32);
             const shape = { m, n, k, lda: transA ? m : k, ldb: transB ? k : n, ldc: n, transA, transB };
             const blocked = f32 ? new Float32Array(m * n) : new Float64Array(m * n);
