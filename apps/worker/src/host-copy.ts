@@ -1,9 +1,10 @@
 import { type HostTensor, allocTyped } from "@xlaserve/core";
 
 /**
- * The private host copy of a model's weights, made a few MiB at a time with the event loop let
- * through in between. The registry makes it on the HTTP thread while other models serve; made at
- * once, ResNet-50's 100 MB took 65-85 ms, every request on the thread waiting behind it.
+ * The private host copy of a model's weights (private: the bundle's file mapping may change under
+ * a reload), made a few MiB at a time with the event loop let through in between. The registry
+ * makes it on the HTTP thread while other models serve; made at once, ResNet-50's 100 MB took
+ * 65-85 ms, every request on the thread waiting behind it.
  */
 export async function copyTensorsYielding(tensors: readonly HostTensor[], sliceBytes = 8 << 20): Promise<HostTensor[]> {
   const out: HostTensor[] = [];

@@ -739,7 +739,6 @@ export class ModelRegistry implements ModelRegistryView {
   }
 }
 
-/** A private host copy of a weight tensor (the bundle's mapping may change under a reload). */
 function round1(ms: number): number {
   return Math.round(ms * 10) / 10;
 }

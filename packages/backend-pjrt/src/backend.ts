@@ -89,26 +89,15 @@ export interface PjrtBackendOptions {
   readonly hedgeLoads?: number;
 }
 
-export const DEFAULT_LOAD_THREADS = 4;
-/** Copies per load beyond the first (hedgeLoads); see PjrtBackendOptions. */
-export const DEFAULT_HEDGE_LOADS = 1;
+const DEFAULTS = { loadThreads: 4, hedgeLoads: 1 } as const;
 
-/** The number of loader threads these options ask for, checked. */
-export function loadThreadsFor(options: PjrtBackendOptions): number {
-  const threads = options.loadThreads ?? DEFAULT_LOAD_THREADS;
-  if (!(Number.isInteger(threads) && threads >= 0)) {
-    throw new XlaserveError("CONFIG_INVALID", `loadThreads must be an integer >= 0, got ${threads}`);
+/** A count option (loadThreads, hedgeLoads) or its default, checked. */
+function countOption(options: PjrtBackendOptions, name: keyof typeof DEFAULTS): number {
+  const value = options[name] ?? DEFAULTS[name];
+  if (!(Number.isInteger(value) && value >= 0)) {
+    throw new XlaserveError("CONFIG_INVALID", `${name} must be an integer >= 0, got ${value}`);
   }
-  return threads;
-}
-
-/** The copies per load beyond the first these options ask for, checked. */
-export function hedgeLoadsFor(options: PjrtBackendOptions): number {
-  const hedge = options.hedgeLoads ?? DEFAULT_HEDGE_LOADS;
-  if (!Number.isInteger(hedge) || hedge < 0) {
-    throw new XlaserveError("CONFIG_INVALID", `hedgeLoads must be an integer >= 0, got ${hedge}`);
-  }
-  return hedge;
+  return value;
 }
 
 /** The client options PJRT_Client_Create receives for these backend options. */
@@ -148,8 +137,8 @@ export class PjrtBackend implements AbstractBackend {
 
   constructor(options: PjrtBackendOptions) {
     this.options = options;
-    const loadThreads = loadThreadsFor(options);
-    const hedgeLoads = hedgeLoadsFor(options);
+    const loadThreads = countOption(options, "loadThreads");
+    const hedgeLoads = countOption(options, "hedgeLoads");
     if (options.pluginFileHash) rememberPluginFileHash(options.pluginPath, options.pluginFileHash);
     let t = performance.now();
     const lap = () => {
@@ -174,7 +163,7 @@ export class PjrtBackend implements AbstractBackend {
             prefault: options.prefaultLoads === false ? undefined : { code: true, heapBytes: 16 << 20 },
             hedge: hedgeLoads,
             // Only ever called after the client exists: a copy finishes after its job was given out.
-            discard: (_client, handle) => new PjrtExecutable(this.client, handle).dispose(),
+            discard: (handle) => new PjrtExecutable(this.client, handle).dispose(),
           })
         : null;
     this.loader?.prestart();

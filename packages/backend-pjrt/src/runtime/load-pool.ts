@@ -22,7 +22,7 @@ export interface LoadPoolOptions {
    */
   readonly hedge?: number;
   /** Destroys a copy's executable that lost the race (called on the owner's thread). */
-  readonly discard?: (client: number, handle: number) => void;
+  readonly discard?: (handle: number) => void;
 }
 
 interface Job {
@@ -83,9 +83,8 @@ export class LoadPool {
   private readonly threads = new Set<LoadThread>();
   private readonly idle: LoadThread[] = [];
   private readonly queue: Job[] = [];
-  /** Jobs given a thread since the last hedging turn. */
+  /** Jobs given a thread since the last hedging turn; not empty while a turn is due. */
   private readonly toHedge: Job[] = [];
-  private hedgeTurnDue = false;
   private closing: Promise<void> | null = null;
   /** What each prestarted thread reported on opening: ms and what it mapped in. */
   readonly openReports: OpenedAnswer["opened"][] = [];
@@ -169,6 +168,7 @@ export class LoadPool {
   }
 
   private dispatch(): void {
+    const turnDue = this.toHedge.length > 0;
     while (this.queue.length > 0) {
       const thread = this.idle.pop() ?? (this.threads.size < this.options.size ? this.start() : null);
       if (!thread) break;
@@ -176,17 +176,15 @@ export class LoadPool {
       this.give(thread, job);
       if (this.options.hedge) this.toHedge.push(job);
     }
-    if (this.toHedge.length > 0 && !this.hedgeTurnDue) {
+    if (this.toHedge.length > 0 && !turnDue) {
       // A turn later, so that loads asked for together (a model's programs, a restart's) each get
       // a thread before any copy takes one.
-      this.hedgeTurnDue = true;
       setImmediate(() => this.hedgeTurn());
     }
   }
 
   /** Gives the jobs just started copies on idle threads, in turns, while nothing waits. */
   private hedgeTurn(): void {
-    this.hedgeTurnDue = false;
     const jobs = this.toHedge.splice(0);
     const copies = 1 + (this.options.hedge ?? 0);
     for (let gave = true; gave; ) {
@@ -258,7 +256,7 @@ export class LoadPool {
       const { code, message, details } = answer.error;
       this.copyFailed(job, new XlaserveError(code, message, { ...details }));
     } else if (job.answered) {
-      this.options.discard?.(job.client, answer.handle);
+      this.options.discard?.(answer.handle);
     } else {
       job.answered = true;
       job.resolve(answer.handle);

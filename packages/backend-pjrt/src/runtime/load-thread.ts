@@ -7,7 +7,7 @@
  * loaded, GetPjrtApi the same table, and only the header is read for the gate. The plugin is not
  * initialized again (PJRT_Plugin_Initialize is the owner's, once per process).
  */
-import { type ErrorCode, asXlaserveError } from "@xlaserve/core";
+import { type XlaserveError, asXlaserveError } from "@xlaserve/core";
 import { PjrtApi } from "../api/pjrt-api.ts";
 import { deserializeAndLoad } from "./deserialize.ts";
 import { type PrefaultReport, prefaultHeap, prefaultMappings } from "./prefault.ts";
@@ -23,15 +23,8 @@ export interface LoadRequest {
   readonly options: ArrayBuffer;
 }
 
-export type LoadAnswer =
-  | { readonly handle: number }
-  | {
-      readonly error: {
-        readonly code: ErrorCode;
-        readonly message: string;
-        readonly details: Readonly<Record<string, unknown>>;
-      };
-    };
+/** The loaded executable's address, or the error as XlaserveError.toJSON gives it. */
+export type LoadAnswer = { readonly handle: number } | { readonly error: ReturnType<XlaserveError["toJSON"]> };
 
 /**
  * Sent when the pool starts a thread ahead of its first load: the plugin is opened then, and what

@@ -128,7 +128,6 @@ function pointerToPath(pointer: string): string {
   return pointer.replace(/^\//, "").split("/").join(".") || "(root)";
 }
 
-/** Human wording of what a schema accepts, for the error list. */
 /**
  * Integer settings given something that is not exactly an integer (1.5, "1.5", "1e1"): TypeBox's
  * Convert truncates those to a valid integer, which would silently run with another value.
@@ -161,6 +160,7 @@ function inexactIntegers(
   );
 }
 
+/** Human wording of what a schema accepts, for the error list. */
 function describeExpected(schema: TSchema): string {
   if (Array.isArray(schema.anyOf)) {
     const literals = (schema.anyOf as TSchema[]).map((s) => s.const).filter((c) => c !== undefined);
