@@ -47,10 +47,10 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-const mlpInputs = (): Map<string, HostTensor> => readReference("mlp").get(1)?.inputs ?? new Map();
-
-const jsonBody = (): string => f32JsonBody(mlpInputs());
-const binaryBody = () => f32BinaryBody(mlpInputs());
+// Built once: every MLP request sends the same bytes.
+const mlpInputs: Map<string, HostTensor> = readReference("mlp").get(1)?.inputs ?? new Map();
+const jsonBody = f32JsonBody(mlpInputs);
+const binaryBody = f32BinaryBody(mlpInputs);
 
 /** One request on a connection of its own (keepalive off), so that any thread may take it. */
 async function fresh(path: string, init: RequestInit = {}): Promise<{ status: number; bytes: Uint8Array }> {
@@ -58,13 +58,16 @@ async function fresh(path: string, init: RequestInit = {}): Promise<{ status: nu
   return { status: res.status, bytes: new Uint8Array(await res.arrayBuffer()) };
 }
 
+/** A JSON infer request for `model`, on a fresh connection. */
+const postJson = (model: string) => fresh(`/v2/models/${model}/infer`, { method: "POST", body: jsonBody });
+
 async function inferJsonFresh(): Promise<{ status: number; bytes: Uint8Array }> {
   sent++;
-  return fresh("/v2/models/mlp/infer", { method: "POST", body: jsonBody() });
+  return postJson("mlp");
 }
 
 async function inferBinaryFresh(): Promise<{ status: number; bytes: Uint8Array }> {
-  const { body, headerLength } = binaryBody();
+  const { body, headerLength } = binaryBody;
   sent++;
   return fresh("/v2/models/mlp/infer", {
     method: "POST",
@@ -157,8 +160,8 @@ describe("several HTTP threads on one port", () => {
       ["/v2/health/ready", {}, 200],
       ["/v2/models/mlp", {}, 200],
       ["/v2/models/mlp/ready", {}, 200],
-      ["/v2/models/nope/infer", { method: "POST", body: jsonBody() }, 404],
-      ["/v2/models/mlp/versions/7/infer", { method: "POST", body: jsonBody() }, 404],
+      ["/v2/models/nope/infer", { method: "POST", body: jsonBody }, 404],
+      ["/v2/models/mlp/versions/7/infer", { method: "POST", body: jsonBody }, 404],
       ["/v2/models/mlp/infer", { method: "POST", body: "{not json" }, 400],
       ["/v2/models/mlp/infer", { method: "POST", body: '{"inputs":[]}' }, 400],
       ["/v2/repository/index", { method: "POST", body: "{}" }, 200],
@@ -207,9 +210,9 @@ describe("several HTTP threads on one port", () => {
     const before = (await inferJsonFresh()).bytes;
     renameSync(join(repo.repository, "mlp"), join(repo.repository, "mlp2"));
     await waitFor(async () => ((await fresh("/v2/models/mlp2/ready")).status === 200 ? true : null), 60_000);
-    const old = await many(30, 8, () => fresh("/v2/models/mlp/infer", { method: "POST", body: jsonBody() }));
+    const old = await many(30, 8, () => postJson("mlp"));
     for (const a of old) expect(a.status).toBe(404);
-    const now = await many(30, 8, () => fresh("/v2/models/mlp2/infer", { method: "POST", body: jsonBody() }));
+    const now = await many(30, 8, () => postJson("mlp2"));
     // The same model, answering under its new name (the name is part of the answer's text).
     const renamed = text(before).replace('"model_name":"mlp"', '"model_name":"mlp2"');
     for (const a of now) expect(text(a.bytes)).toBe(renamed);
@@ -223,7 +226,7 @@ describe("several HTTP threads on one port", () => {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
     expect(res.status).toBe(200);
-    const answers = await many(30, 8, () => fresh("/v2/models/mlp/infer", { method: "POST", body: jsonBody() }));
+    const answers = await many(30, 8, () => postJson("mlp"));
     for (const a of answers) {
       expect(a.status).toBe(404);
       expect(text(a.bytes)).toContain("mlp");
@@ -254,9 +257,8 @@ describe("several HTTP threads before any model runs on them", () => {
     });
     try {
       // Fewer requests than make the MLP due for inline runs: no replica exists, all is relayed.
-      const body = jsonBody();
       const answers = await many(60, 8, async () => {
-        const res = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body, keepalive: false });
+        const res = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body: jsonBody, keepalive: false });
         return { status: res.status, text: await res.text() };
       });
       expect(answers.every((a) => a.status === 200 && a.text === answers[0]?.text)).toBe(true);
@@ -307,7 +309,7 @@ describe("several HTTP threads where no model could run on them", () => {
         expect(said.some((m) => m.startsWith("server.httpThreads is 3, but the worker serves on one thread"))).toBe(
           true,
         );
-        const res = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body: jsonBody() });
+        const res = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body: jsonBody });
         expect(res.status).toBe(200);
       } finally {
         await w.stop();

@@ -12,8 +12,7 @@ import { formatBytes } from "./budget.ts";
 import { chooseEngine, createBackend } from "./engine.ts";
 import type { LoadedProgram, ProgramSource } from "./model.ts";
 import type { ProbeFigureStore } from "./probe-figures.ts";
-import type { BackendSpec } from "./backend-factory.ts";
-import { FrontPool, type FrontPoolOptions } from "./front/front-pool.ts";
+import { FrontPool } from "./front/front-pool.ts";
 import { isInlineHost } from "./inline-runs.ts";
 import { ModelRegistry } from "./registry.ts";
 import { ThreadedBackend } from "./threaded-backend.ts";
@@ -143,6 +142,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   // Program cache.
   let cache: ProgramCache | null = null;
   let programs: ProgramSource;
+  const compileOptions = compileOptionsOf(config);
   if (overrides.programs) {
     programs = overrides.programs;
   } else if (config.cache.enabled) {
@@ -154,13 +154,12 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     });
     cache = c;
     const synced = new WeakSet<object>();
-    const options = compileOptionsOf(config);
     programs = async (bundle, module): Promise<LoadedProgram> => {
       if (!synced.has(bundle)) {
         synced.add(bundle);
         c.syncModuleHashes(bundle);
       }
-      const r = await c.getOrCompile({ bundle, module, backend, options });
+      const r = await c.getOrCompile({ bundle, module, backend, options: compileOptions });
       return {
         executable: r.executable,
         outcome: r.outcome,
@@ -174,7 +173,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       const t0 = performance.now();
       const executable = await backend.compile(
         { bytes: await module.read(), format: module.format, origin: module.path },
-        compileOptionsOf(config),
+        compileOptions,
       );
       return { executable, outcome: "uncached", compileMs: performance.now() - t0, loadMs: 0 };
     };
@@ -328,19 +327,25 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     if (httpThreads > 1 && config.server.port !== 0) assertPortFree(config.server.host, config.server.port);
     server = startServer(app, { host: config.server.host, port: config.server.port, reusePort: httpThreads > 1 });
     bound = server;
-    if (httpThreads > 1) {
+    if (httpThreads > 1 && frontEngine) {
       // What the other threads relay: infer requests straight to an infer service (as this
       // thread's own route table does), the rest through the app.
       const relayedInfer = new InferService({ registry, metrics, logger, maxBodyBytes: config.server.maxBodyBytes });
-      fronts = await startFronts(httpThreads - 1, server.port, config, {
-        engine: frontEngine as BackendSpec,
+      fronts = await FrontPool.start({
+        threads: httpThreads - 1,
+        host: config.server.host,
+        port: server.port,
+        maxBodyBytes: config.server.maxBodyBytes,
+        maxRequestBodySize: maxRequestBodySize(config.server.maxBodyBytes),
+        backend: frontEngine,
         handle: (request, infer) =>
           infer ? relayedInfer.handle(request, infer.model, infer.version) : app.handle(request),
         metrics,
-        registry,
+        addStats: (name, generation, stats) => registry.addReplicaStats(name, generation, stats),
         logger,
-        maxRequestBodySize: maxRequestBodySize(config.server.maxBodyBytes),
       });
+      registry.attachReplicaHost(fronts);
+      logger.info("HTTP threads", { threads: httpThreads });
     }
   } catch (err) {
     await bound?.stop(true);
@@ -422,38 +427,6 @@ function assertPortFree(host: string, port: number): void {
   } catch (err) {
     throw new XlaserveError("CONFIG_INVALID", `cannot listen on ${host}:${port}: ${(err as Error).message}`);
   }
-}
-
-/** Starts the extra HTTP threads on the bound port, each with `engine`, and hands them the models that run inline. */
-async function startFronts(
-  threads: number,
-  port: number,
-  config: Config,
-  parts: {
-    engine: BackendSpec;
-    handle: FrontPoolOptions["handle"];
-    metrics: Metrics;
-    registry: ModelRegistry;
-    logger: Logger;
-    maxRequestBodySize: number;
-  },
-): Promise<FrontPool> {
-  const { engine, handle, metrics, registry, logger } = parts;
-  const pool = await FrontPool.start({
-    threads,
-    host: config.server.host,
-    port,
-    maxBodyBytes: config.server.maxBodyBytes,
-    maxRequestBodySize: parts.maxRequestBodySize,
-    backend: engine,
-    handle,
-    metrics,
-    addStats: (name, generation, stats) => registry.addReplicaStats(name, generation, stats),
-    logger,
-  });
-  registry.attachReplicaHost(pool);
-  logger.info("HTTP threads", { threads: threads + 1 });
-  return pool;
 }
 
 /**

@@ -3,7 +3,7 @@
  * what runs beside the engine thread (inline runs, replicas). Everything it creates is freed by
  * disposeCpuRegistries (call it in afterEach).
  */
-import type { HostTensor } from "@xlaserve/core";
+import { type HostTensor, tensorBytes } from "@xlaserve/core";
 import { type TempRepo, collectLogs, makeRepo } from "../../../tests/e2e/helpers.ts";
 import type { LoadedProgram, ProgramSource } from "../src/model.ts";
 import { ModelRegistry } from "../src/registry.ts";
@@ -52,10 +52,10 @@ export async function disposeCpuRegistries(): Promise<void> {
   }
 }
 
-/** A copy of a tensor's bytes. */
-export function tensorBytes(t: HostTensor | undefined): Uint8Array {
+/** A copy of a tensor's bytes (core's tensorBytes, copied); an absent tensor is an error. */
+export function bytesOf(t: HostTensor | undefined): Uint8Array {
   if (!t) throw new Error("no tensor");
-  return new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength).slice();
+  return tensorBytes(t).slice();
 }
 
 /** The first `rows` rows of a row-major tensor. */

@@ -7,7 +7,7 @@ import {
   XlaserveError,
 } from "@xlaserve/core";
 import { readReference, waitFor } from "../../../tests/e2e/helpers.ts";
-import { cpuRegistry, disposeCpuRegistries, rowsOf, tensorBytes } from "./cpu-registry.ts";
+import { cpuRegistry, disposeCpuRegistries, rowsOf, bytesOf } from "./cpu-registry.ts";
 import { type InlineCandidate, InlineRuns, settledNow } from "../src/inline-runs.ts";
 import { INLINE_AFTER_REQUESTS } from "../src/model.ts";
 
@@ -38,7 +38,7 @@ describe("inline runs on the real CPU engine", () => {
       const now = await mlp.infer({ inputs: cases[k] as Map<string, HostTensor> });
       for (const name of ["probabilities", "logits"]) {
         expect(now.get(name)?.shape).toEqual(before[k]?.get(name)?.shape);
-        expect(tensorBytes(now.get(name))).toEqual(tensorBytes(before[k]?.get(name)));
+        expect(bytesOf(now.get(name))).toEqual(bytesOf(before[k]?.get(name)));
       }
     }
     expect(mlp.stats().executionCount).toBe(executions + cases.length);
@@ -47,7 +47,7 @@ describe("inline runs on the real CPU engine", () => {
     expect(registry.weights.evictNow(mlp.ownerId)).toBe(true);
     const again = await mlp.infer({ inputs: cases[2] as Map<string, HostTensor> });
     expect(mlp.extra().weightLoads).toBe(loads + 1);
-    expect(tensorBytes(again.get("logits"))).toEqual(tensorBytes(before[2]?.get("logits")));
+    expect(bytesOf(again.get("logits"))).toEqual(bytesOf(before[2]?.get("logits")));
     await registry.shutdown();
     // The program copies and weights on this thread went with the model.
     expect((await backend.localTwin()).memoryStats().inUseBytes).toBe(0);

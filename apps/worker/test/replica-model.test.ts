@@ -10,7 +10,7 @@ import { createFromSpec } from "../src/backend-factory.ts";
 import type { ReplicaSpec } from "../src/front/protocol.ts";
 import { ReplicaModel } from "../src/front/replica-model.ts";
 import { REPLICA_MAX_FACTOR } from "../src/model.ts";
-import { cpuRegistry, disposeCpuRegistries, rowsOf, tensorBytes } from "./cpu-registry.ts";
+import { cpuRegistry, disposeCpuRegistries, rowsOf, bytesOf } from "./cpu-registry.ts";
 
 let twin: AbstractBackend | null = null;
 afterEach(async () => {
@@ -43,7 +43,7 @@ describe("a replica of the MLP on another thread's engine", () => {
       const theirs = await mlp.infer({ inputs });
       for (const name of ["probabilities", "logits"]) {
         expect(mine.get(name)?.shape).toEqual([rows, 10]);
-        expect(tensorBytes(mine.get(name))).toEqual(tensorBytes(theirs.get(name)));
+        expect(bytesOf(mine.get(name))).toEqual(bytesOf(theirs.get(name)));
       }
     }
     const delta = replica.takeDelta();

@@ -2,27 +2,18 @@ import type { Logger } from "@xlaserve/core";
 import { XlaserveError } from "@xlaserve/core";
 import type { RequestCounter } from "@xlaserve/server";
 import type { ModelStats } from "@xlaserve/server/contract.ts";
-import type { BackendSpec } from "../backend-factory.ts";
-import type { FrontInit, FromFront, ReplicaSpec, ToFront } from "./protocol.ts";
+import { errorResponse } from "@xlaserve/server/http-error.ts";
+import type { FrontInit, FromFront, InferTarget, ReplicaSpec, ToFront } from "./protocol.ts";
 
-export interface FrontPoolOptions {
+export interface FrontPoolOptions
+  extends Pick<FrontInit, "host" | "port" | "maxBodyBytes" | "maxRequestBodySize" | "backend"> {
   /** Extra HTTP threads to start (the main thread is the first one). */
   readonly threads: number;
-  readonly host: string;
-  /** The port the main thread bound with SO_REUSEPORT. */
-  readonly port: number;
-  readonly maxBodyBytes: number;
-  readonly maxRequestBodySize: number;
-  /** The engine each thread creates for its replicas. */
-  readonly backend: BackendSpec;
   /**
    * Answers a relayed request: `infer` is set for the infer routes (answered by the infer service
    * directly, as the main thread's own route table does), else the server app handles it.
    */
-  readonly handle: (
-    request: Request,
-    infer: { model: string; version: string | undefined } | null,
-  ) => Promise<Response>;
+  readonly handle: (request: Request, infer: InferTarget | null) => Promise<Response>;
   readonly metrics: RequestCounter;
   /** Adds a replica's statistics into its model's (matched by name and generation). */
   readonly addStats: (name: string, generation: number, stats: ModelStats) => void;
@@ -32,7 +23,6 @@ export interface FrontPoolOptions {
 }
 
 interface Front {
-  readonly index: number;
   readonly worker: Worker;
   /** Resolves when the thread reported "stopped" (or died). */
   readonly stopped: Promise<void>;
@@ -87,7 +77,7 @@ export class FrontPool {
     const stopped = new Promise<void>((resolve) => {
       markStopped = resolve;
     });
-    const front: Front = { index, worker, stopped, dead: false };
+    const front: Front = { worker, stopped, dead: false };
     this.fronts.push(front);
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -174,22 +164,27 @@ export class FrontPool {
     const key = `${index}:${m.id}`;
     const abort = new AbortController();
     this.answering.set(key, abort);
-    let answer: ToFront;
+    let response: Response;
+    let body: ArrayBuffer;
     try {
-      const response = await this.options.handle(
+      response = await this.options.handle(
         new Request(m.url, { method: m.method, headers: m.headers, body: m.body ?? undefined, signal: abort.signal }),
         m.infer,
       );
-      const body = await response.arrayBuffer();
-      answer = { type: "relayed", id: m.id, status: response.status, headers: [...response.headers], body };
+      body = await response.arrayBuffer();
     } catch (err) {
-      const body = new TextEncoder().encode(
-        JSON.stringify({ error: `relayed request failed: ${(err as Error)?.message ?? err}` }),
-      ).buffer as ArrayBuffer;
-      answer = { type: "relayed", id: m.id, status: 500, headers: [["content-type", "application/json"]], body };
+      response = errorResponse(500, `relayed request failed: ${(err as Error)?.message ?? err}`);
+      body = await response.arrayBuffer();
     } finally {
       this.answering.delete(key);
     }
+    const answer: ToFront = {
+      type: "relayed",
+      id: m.id,
+      status: response.status,
+      headers: [...response.headers],
+      body,
+    };
     // Every relayed request gets an answer, or the thread's client would wait forever.
     if (front && !front.dead) front.worker.postMessage(answer, [answer.body]);
   }

@@ -4,14 +4,14 @@
  * on its own copy of the CPU engine, with the server package's own infer service; every other request
  * (other routes, other models, a model being swapped) goes to the main thread as it came.
  */
-import type { AbstractBackend, LogLevel, Logger } from "@xlaserve/core";
+import type { AbstractBackend, Logger } from "@xlaserve/core";
 import { asXlaserveError, createLogger } from "@xlaserve/core";
 import { InferService } from "@xlaserve/server";
 import { errorResponse } from "@xlaserve/server/http-error.ts";
 import { INFER_PATH, INFER_VERSION_PATH } from "@xlaserve/server/infer/controller.ts";
 import type { BunRequest, Server } from "bun";
 import { createFromSpec } from "../backend-factory.ts";
-import type { FrontInit, FromFront, RequestTally, StatsDelta, ToFront } from "./protocol.ts";
+import type { FrontInit, FromFront, InferTarget, RequestTally, StatsDelta, ToFront } from "./protocol.ts";
 import { ReplicaModel } from "./replica-model.ts";
 
 declare const self: Worker;
@@ -66,7 +66,7 @@ function flushTally(): void {
 }
 
 /** The request as it came, answered by the main thread. */
-async function relay(request: Request, infer: { model: string; version: string | undefined } | null = null) {
+async function relay(request: Request, infer: InferTarget | null = null) {
   // The main thread checks Content-Length before reading a body; so does this thread before
   // taking one in to send it on.
   const declared = Number(request.headers.get("content-length") ?? 0);
@@ -100,7 +100,7 @@ function infer(service: InferService, request: BunRequest, name: string, version
 async function start(message: FrontInit): Promise<void> {
   init = message;
   log = createLogger({
-    level: message.logLevel as LogLevel,
+    level: message.logLevel,
     format: "json",
     sink: (line) => send({ type: "log", line }),
   }).child({ component: "http-thread", thread: message.index });

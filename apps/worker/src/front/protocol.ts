@@ -1,5 +1,5 @@
-import type { HostTensor, TensorSpec } from "@xlaserve/core";
-import type { ModelStats } from "@xlaserve/server/contract.ts";
+import type { HostTensor, LogLevel } from "@xlaserve/core";
+import type { ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
 import type { BackendSpec } from "../backend-factory.ts";
 
 /**
@@ -10,15 +10,10 @@ import type { BackendSpec } from "../backend-factory.ts";
  */
 
 /** A model small enough to run inline, as an HTTP thread rebuilds it (replica-model.ts). */
-export interface ReplicaSpec {
-  readonly name: string;
-  readonly version: string;
+export interface ReplicaSpec
+  extends Pick<ServedModel, "name" | "version" | "platform" | "inputs" | "outputs" | "compiledBatchSizes"> {
   /** The main thread's load generation: a replica answers for that version only. */
   readonly generation: number;
-  readonly platform: string;
-  readonly inputs: readonly TensorSpec[];
-  readonly outputs: readonly TensorSpec[];
-  readonly compiledBatchSizes: readonly number[];
   /** A thread refuses the replica when its copy's median run (after a warm-up) is longer. */
   readonly maxRunUs: number;
   /** Every program once, with the compiled batch sizes it serves and the engine thread's answer for zero inputs. */
@@ -35,15 +30,22 @@ export interface ReplicaProgram {
   readonly referenceOutputs: readonly HostTensor[];
 }
 
+/** An infer route's model and version, as the main thread's own route table passes them on. */
+export interface InferTarget {
+  readonly model: string;
+  readonly version: string | undefined;
+}
+
 export interface FrontInit {
   readonly type: "init";
   /** 1-based thread number, for logs and metrics (the main thread is 0). */
   readonly index: number;
   readonly host: string;
+  /** The port the main thread bound with SO_REUSEPORT. */
   readonly port: number;
   readonly maxBodyBytes: number;
   readonly maxRequestBodySize: number;
-  readonly logLevel: string;
+  readonly logLevel: LogLevel;
   /** The CPU engine to host replicas on (created on the thread from this spec). */
   readonly backend: BackendSpec;
 }
@@ -93,7 +95,7 @@ export type FromFront =
       readonly headers: [string, string][];
       readonly body: ArrayBuffer | null;
       /** Set for the infer routes: the main thread answers those with its infer service directly. */
-      readonly infer: { readonly model: string; readonly version: string | undefined } | null;
+      readonly infer: InferTarget | null;
     }
   | {
       readonly type: "tally";
