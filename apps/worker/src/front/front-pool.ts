@@ -51,7 +51,8 @@ export class FrontPool {
   private stopping: Promise<void> | null = null;
   /** Relayed requests being answered, by thread and id (aborted when their client goes away). */
   private readonly answering = new Map<string, AbortController>();
-  private readonly syncs = new Map<number, { left: number; resolve: () => void }>();
+  /** Syncs in flight: the live threads that have not answered each yet. */
+  private readonly syncs = new Map<number, { waiting: Set<Front>; resolve: () => void }>();
   private nextSync = 1;
 
   private constructor(private readonly options: FrontPoolOptions) {
@@ -104,7 +105,8 @@ export class FrontPool {
         markStopped();
         // Its socket went with it: the kernel sends new connections to the other threads.
         this.options.logger.error("HTTP thread failed; the others go on", { thread: index, error: event.message });
-        for (const [id, s] of this.syncs) this.synced(id, s);
+        // It will not answer its syncs; they wait for the other threads only.
+        for (const id of [...this.syncs.keys()]) this.synced(id, front);
         reject(new XlaserveError("INTERNAL", `HTTP thread ${index} failed: ${event.message}`));
       };
     });
@@ -131,11 +133,9 @@ export class FrontPool {
       case "relay-aborted":
         this.answering.get(`${index}:${m.id}`)?.abort();
         return;
-      case "synced": {
-        const s = this.syncs.get(m.id);
-        if (s) this.synced(m.id, s);
+      case "synced":
+        this.synced(m.id, this.fronts[index - 1]);
         return;
-      }
       case "tally":
         for (const t of m.requests) for (const s of t.seconds) this.options.metrics.requestDone(t.model, t.status, s);
         for (const d of m.stats) this.options.addStats(d.name, d.generation, d.stats);
@@ -209,13 +209,17 @@ export class FrontPool {
     if (live.length === 0 || this.stopping) return Promise.resolve();
     const id = this.nextSync++;
     return new Promise<void>((resolve) => {
-      this.syncs.set(id, { left: live.length, resolve });
+      this.syncs.set(id, { waiting: new Set(live), resolve });
       this.post({ type: "sync", id });
     });
   }
 
-  private synced(id: number, s: { left: number; resolve: () => void }): void {
-    if (--s.left > 0 && this.fronts.some((f) => !f.dead)) return;
+  /** `front` has handled sync `id` (or died): the sync resolves once no live thread owes it. */
+  private synced(id: number, front: Front | undefined): void {
+    const s = this.syncs.get(id);
+    if (!s || !front) return;
+    s.waiting.delete(front);
+    if (s.waiting.size > 0) return;
     this.syncs.delete(id);
     s.resolve();
   }

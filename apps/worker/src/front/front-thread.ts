@@ -57,7 +57,10 @@ function flushTally(): void {
     const delta = r.takeDelta();
     if (delta) stats.push({ name: r.name, generation: r.generation, stats: delta });
   }
-  leaving.length = 0;
+  // A dropped replica still pinned by a request records that request when it ends: it stays on
+  // the list until it is freed, so its last statistics are taken too.
+  const pinned = leaving.filter((r) => r.ready());
+  leaving.splice(0, leaving.length, ...pinned);
   if (tallies.size === 0 && stats.length === 0 && relayed === 0) return;
   send({ type: "tally", requests: [...tallies.values()], stats, answered, relayed });
   tallies.clear();
