@@ -12,7 +12,7 @@
  *   bun bench/cpu/engine-vs-xla.bench.ts [--models DIR] [--only cnn,transformer,resnet50]
  *       [--batch 1] [--runs 20] [--cores 0,1] [--blas-threads 2] [--profile-runs 3] [--results-dir D]
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type AbstractBackend, type Bundle, type Executable, loadBundle } from "@xlaserve/core";
 import { anchorUnavailable, runAnchor } from "../lib/anchor.ts";
@@ -28,6 +28,7 @@ import {
   uploadAll,
   uploadWeights,
 } from "../lib/bundle-io.ts";
+import { allowedCpus, expandCpuList } from "../lib/current-cpu.ts";
 import { blasEnv } from "../lib/proc.ts";
 import { BenchResult, resultsDir } from "../lib/results.ts";
 import { median, round, summarize } from "../lib/stats.ts";
@@ -340,23 +341,8 @@ function findSteps(root: unknown): StepLike[] {
 
 // ---- pinning helpers ----------------------------------------------------------------------------
 
-function expandCpuList(list: string): number[] {
-  const out: number[] = [];
-  for (const part of list.split(",")) {
-    const [a, b] = part.split("-").map(Number);
-    if (a === undefined || Number.isNaN(a)) continue;
-    for (let c = a; c <= (b ?? a); c++) out.push(c);
-  }
-  return out;
-}
-
 function currentAffinity(): string {
-  try {
-    const list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? "";
-    return expandCpuList(list).join(",");
-  } catch {
-    return "";
-  }
+  return allowedCpus()?.join(",") ?? "";
 }
 
 async function hasTaskset(): Promise<boolean> {

@@ -11,9 +11,9 @@
  * prepare: compile the batch-1 module and write its serialization (what the cache would hold).
  */
 import { writeFileSync } from "node:fs";
-import { loadBundle, tensorBytes, uploadAll } from "@xlaserve/core";
+import { loadBundle, uploadAll } from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
-import { downloadAll, inputsFor, moduleFor, uploadWeights } from "../lib/bundle-io.ts";
+import { compileSerialized, downloadAll, inputsFor, moduleFor, sha256Each, uploadWeights } from "../lib/bundle-io.ts";
 
 const phases: Record<string, number> = { imported: performance.now() };
 const mark = (name: string) => {
@@ -32,8 +32,7 @@ const bundle = await loadBundle(bundleDir);
 const module = moduleFor(bundle, 1);
 mark("bundleOpened");
 if (mode === "prepare") {
-  const exe = await backend.compile({ bytes: await module.read(), format: module.format }, {});
-  writeFileSync(programPath, await backend.serialize(exe));
+  writeFileSync(programPath, await compileSerialized(backend, module));
   console.log(JSON.stringify({ prepared: programPath }));
 } else {
   const bytes = new Uint8Array(await Bun.file(programPath).arrayBuffer());
@@ -52,7 +51,7 @@ if (mode === "prepare") {
   const host = await downloadAll(backend, outs);
   mark("downloaded");
   const inProcessMs = performance.now();
-  const outputsSha256 = host.map((h) => new Bun.CryptoHasher("sha256").update(tensorBytes(h)).digest("hex"));
+  const outputsSha256 = sha256Each(host);
   console.log(
     JSON.stringify({ mode: "first-result", inProcessMs, phases, pluginStartupMs: backend.startupMs, outputsSha256 }),
   );

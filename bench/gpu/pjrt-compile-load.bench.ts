@@ -16,14 +16,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  type AbstractBackend,
-  type Bundle,
-  type Executable,
-  discoverBundles,
-  loadBundle,
-  tensorBytes,
-} from "@xlaserve/core";
+import { type AbstractBackend, type Bundle, type Executable, discoverBundles, loadBundle } from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
 import { anchorUnavailable, python, runAnchor } from "../lib/anchor.ts";
 import { intFlag, listFlag, parseFlags } from "../lib/args.ts";
@@ -35,6 +28,7 @@ import {
   maxAbsDiffOrReason,
   moduleFor,
   referenceOutputs,
+  sha256Each,
   timeExecutions,
   uploadAll,
   uploadWeights,
@@ -198,7 +192,7 @@ async function benchProgram(
   entry.inputs = inputSource;
   entry.byteIdentical = cmp.identical;
   entry.firstDiffByte = cmp.firstDiffByte;
-  entry.outputsSha256 = hostB.map((t) => new Bun.CryptoHasher("sha256").update(tensorBytes(t)).digest("hex"));
+  entry.outputsSha256 = sha256Each(hostB);
   console.log(`  compiled vs deserialized outputs: ${cmp.identical ? "byte-identical" : "DIFFER"}`);
   const ref = inputSource === "reference" ? referenceOutputs(bundle, batch, "outputs_gpu") : null;
   if (ref) entry.maxAbsDiffVsJaxGpuReference = maxAbsDiffOrReason(hostB, ref);

@@ -37,13 +37,14 @@ if (typeof values.models !== "string") {
 }
 const engine = values.engine === "reactant" ? "reactant" : "pjrt";
 const result = new BenchResult(`reload-stall-${engine}`);
-const outDir = resultsDir(values["results-dir"] as string | undefined);
+// Also where result.step's checkpoints go, so a partial file lands beside the final one.
+result.dir = resultsDir(values["results-dir"] as string | undefined);
 const plugin =
   engine === "pjrt"
     ? await result.step("plugin", () => findCudaPlugin(values.plugin as string | undefined))
     : undefined;
 if (engine === "pjrt" && !plugin) {
-  result.write(outDir);
+  result.write();
   process.exit(0);
 }
 
@@ -127,22 +128,14 @@ try {
     result.figure("longest ms without an mlp answer during the reload", round(gap));
     // Where in the reload it fell: ms before "model reloaded" was logged.
     result.figure("that gap ended, ms before the reload finished", round(doneAt - gapEndsAt));
-    const p99Before = percentile(
-      before.map((a) => a.ms),
-      99,
-    );
+    const p99 = (xs: readonly Answer[]) => {
+      const ms = xs.map((a) => a.ms);
+      return round(percentile(ms, 99));
+    };
     result.ratio(
       "mlp p99 latency during reload / before",
-      {
-        label: "p99 ms during the reload",
-        value: round(
-          percentile(
-            during.map((a) => a.ms),
-            99,
-          ),
-        ),
-      },
-      { label: "p99 ms before the edit (same run)", value: round(p99Before) },
+      { label: "p99 ms during the reload", value: p99(during) },
+      { label: "p99 ms before the edit (same run)", value: p99(before) },
     );
     result.ratio(
       "longest gap between mlp answers / reload time",
@@ -156,4 +149,4 @@ try {
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
-result.write(outDir);
+result.write();

@@ -16,9 +16,17 @@
  * parent can alternate this process with JAX's in short blocks: "run N" times N executions (after
  * 2 untimed ones: the GPU was just running the other process's work), "quit" ends.
  */
-import { loadBundle, tensorBytes, uploadAll } from "@xlaserve/core";
+import { loadBundle, uploadAll } from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
-import { disposeAll, downloadAll, inputsFor, moduleFor, timeExecutions, uploadWeights } from "../lib/bundle-io.ts";
+import {
+  disposeAll,
+  downloadAll,
+  inputsFor,
+  moduleFor,
+  sha256Each,
+  timeExecutions,
+  uploadWeights,
+} from "../lib/bundle-io.ts";
 import { currentCpu } from "../lib/current-cpu.ts";
 
 const [pluginPath, bundleDir, batchArg, programPath, loadsArg, runsArg, primePath] = process.argv.slice(2);
@@ -62,7 +70,7 @@ const args = [...inputs, ...weights];
 const outs = await backend.execute(exe, args);
 const host = await downloadAll(backend, outs);
 disposeAll(outs);
-const outputsSha256 = host.map((h) => new Bun.CryptoHasher("sha256").update(tensorBytes(h)).digest("hex"));
+const outputsSha256 = sha256Each(host);
 if (serve) {
   for (let i = 0; i < 10; i++) disposeAll(await backend.execute(exe, args));
   console.log(JSON.stringify({ ready: true, primeLoadMs, loadsMs, outputsSha256, startupMs: backend.startupMs }));

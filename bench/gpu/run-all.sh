@@ -118,6 +118,13 @@ run_step() {
   return 0
 }
 
+# save_json_line STEP FILE: a diagnostic's result (the last JSON line of STEP's log) as FILE.
+save_json_line() {
+  local line; line=$(grep '^{' "$LOGS/$1.log" 2>/dev/null | tail -1)
+  [ -n "$line" ] && echo "$line" >"$2"
+  return 0
+}
+
 # ---- setup ----------------------------------------------------------------------------------------
 do_setup() {
   local env=$WORK/env.sh
@@ -217,8 +224,7 @@ for phase in "${ordered[@]}"; do
       for b in 1 32; do
         run_step load-diag-b$b 150 env SAVE_DIR="$WORK/diag" bun bench/gpu/diag/load-breakdown.ts "${XLASERVE_PJRT_PLUGIN:-}" \
           "$WORK/models/resnet50" $b 15
-        line=$(grep '^{' "$LOGS/load-diag-b$b.log" 2>/dev/null | tail -1)
-        [ -n "$line" ] && echo "$line" >"$RES/load-breakdown-b$b-$STAMP.json"
+        save_json_line load-diag-b$b "$RES/load-breakdown-b$b-$STAMP.json"
       done
       if [ -f "$WORK/diag/exported/resnet50.b1.pjrt" ]; then
         TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_MAX_VLOG_LEVEL=2 timeout 90 bun bench/gpu/diag/load-variants.ts "${XLASERVE_PJRT_PLUGIN:-}" \
@@ -235,8 +241,7 @@ for phase in "${ordered[@]}"; do
       [ -f "$prog" ] || { echo "load-alloc: no $prog (run compile-load first)"; continue; }
       run_step parallel-loads 120 bun bench/gpu/diag/parallel-loads.ts "${XLASERVE_PJRT_PLUGIN:-}" \
         "$WORK/models/resnet50" 1 "$prog" 1,2,4,8 4
-      line=$(grep '^{' "$LOGS/parallel-loads.log" 2>/dev/null | tail -1)
-      [ -n "$line" ] && echo "$line" >"$RES/parallel-loads-$STAMP.json"
+      save_json_line parallel-loads "$RES/parallel-loads-$STAMP.json"
       libs=()
       for pair in jemalloc=libjemalloc.so.2 tcmalloc=libtcmalloc_minimal.so.4 mimalloc=libmimalloc.so.2; do
         so=$(find "$WORK/blas" -name "${pair#*=}" 2>/dev/null | head -1)
@@ -244,8 +249,7 @@ for phase in "${ordered[@]}"; do
       done
       run_step allocators 200 bun bench/gpu/diag/allocators.ts "${XLASERVE_PJRT_PLUGIN:-}" \
         "$WORK/models/resnet50" "$prog" 6 glibc=glibc "${libs[@]}"
-      line=$(grep '^{' "$LOGS/allocators.log" 2>/dev/null | tail -1)
-      [ -n "$line" ] && echo "$line" >"$RES/allocators-$STAMP.json"
+      save_json_line allocators "$RES/allocators-$STAMP.json"
       ;;
     load-faults)
       prog="$WORK/serialized/resnet50.b1.pjrt"
@@ -275,8 +279,7 @@ for phase in "${ordered[@]}"; do
       ;;
     restart-pinned)
       run_step cpu-speeds 120 bun bench/gpu/diag/cpu-speeds.ts 3 --pick 4
-      line=$(grep '^{' "$LOGS/cpu-speeds.log" 2>/dev/null | tail -1)
-      [ -n "$line" ] && echo "$line" >"$RES/cpu-speeds-$STAMP.json"
+      save_json_line cpu-speeds "$RES/cpu-speeds-$STAMP.json"
       compiled=$(ls -t "$RES"/pjrt-compile-load-*.json 2>/dev/null | head -1)
       for which in picked slowest; do
         cpus=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))[sys.argv[2]] or [])))' \

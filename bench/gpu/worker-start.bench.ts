@@ -17,7 +17,7 @@
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
-import { intFlag, parseFlags } from "../lib/args.ts";
+import { intFlag, listFlag, parseFlags } from "../lib/args.ts";
 import { findCudaPlugin } from "../lib/pjrt.ts";
 import { BenchResult, resultsDir } from "../lib/results.ts";
 import { median, round, summarize } from "../lib/stats.ts";
@@ -62,7 +62,7 @@ const runs = Math.max(1, intFlag(values.runs, 2, "runs"));
 const warmPerCold = Math.max(1, intFlag(values["warm-per-cold"], 2, "warm-per-cold"));
 const timeoutMs = intFlag(values["timeout-s"], 400, "timeout-s") * 1000;
 function settingList(flag: "load-threads" | "hedge-loads"): number[] {
-  const list = typeof values[flag] === "string" ? values[flag].split(",").map(Number) : [];
+  const list = listFlag(values[flag], []).map(Number);
   if (list.some((n) => !Number.isInteger(n) || n < 0)) {
     console.error(`--${flag} takes integers >= 0\n${USAGE}`);
     process.exit(2);

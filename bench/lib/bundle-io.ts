@@ -1,7 +1,7 @@
 /**
  * Bundle helpers shared by the benchmarks: the module of a batch size, the reference inputs and
  * outputs written by tools/export_jax_bundle.py (reference.safetensors), zero inputs, weight
- * upload, timed executions, and byte comparison of outputs.
+ * upload, compile-and-serialize, timed executions, and byte comparison and hashes of outputs.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -108,6 +108,16 @@ export function uploadWeights(backend: AbstractBackend, bundle: Bundle): Promise
   );
 }
 
+/** The module compiled and serialized, for loading elsewhere; the compiled program is freed. */
+export async function compileSerialized(backend: AbstractBackend, module: BundleModule): Promise<Uint8Array> {
+  const exe = await backend.compile({ bytes: await module.read(), format: module.format }, {});
+  try {
+    return await backend.serialize(exe);
+  } finally {
+    exe.dispose();
+  }
+}
+
 export function disposeAll(buffers: readonly DeviceBuffer[]): void {
   for (const b of buffers) b.dispose();
 }
@@ -115,6 +125,32 @@ export function disposeAll(buffers: readonly DeviceBuffer[]): void {
 /** Downloads every buffer, all transfers in flight at once. */
 export function downloadAll(backend: AbstractBackend, buffers: readonly DeviceBuffer[]): Promise<HostTensor[]> {
   return Promise.all(buffers.map((b) => backend.download(b)));
+}
+
+/** sha256 (hex) of each tensor's bytes: outputs are compared across processes and clients by hash. */
+export function sha256Each(tensors: readonly HostTensor[]): string[] {
+  return tensors.map((t) => new Bun.CryptoHasher("sha256").update(tensorBytes(t)).digest("hex"));
+}
+
+/** One sha256 (hex) over every tensor's bytes, in order. */
+export function sha256All(tensors: readonly HostTensor[]): string {
+  const h = new Bun.CryptoHasher("sha256");
+  for (const t of tensors) h.update(tensorBytes(t));
+  return h.digest("hex");
+}
+
+/** sha256All of one execution's outputs, downloaded; the output buffers are freed. */
+export async function runOnceSha256(
+  backend: AbstractBackend,
+  exe: Executable,
+  args: readonly DeviceBuffer[],
+): Promise<string> {
+  const outs = await backend.execute(exe, args);
+  try {
+    return sha256All(await downloadAll(backend, outs));
+  } finally {
+    disposeAll(outs);
+  }
 }
 
 /**

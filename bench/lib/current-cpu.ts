@@ -16,3 +16,24 @@ export function currentCpu(): number | null {
     return null;
   }
 }
+
+/** A CPU list as taskset and Cpus_allowed_list write it ("0-3,8") as numbers. */
+export function expandCpuList(list: string): number[] {
+  const out: number[] = [];
+  for (const part of list.split(",")) {
+    const [a, b] = part.split("-").map(Number);
+    if (a === undefined || Number.isNaN(a)) continue;
+    for (let c = a; c <= (b ?? a); c++) out.push(c);
+  }
+  return out;
+}
+
+/** The CPUs this process may run on (Cpus_allowed_list of /proc/self/status), or null off Linux. */
+export function allowedCpus(): number[] | null {
+  try {
+    const list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
+    return list === undefined ? null : expandCpuList(list);
+  } catch {
+    return null;
+  }
+}

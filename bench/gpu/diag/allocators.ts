@@ -10,7 +10,7 @@
  *   bun bench/gpu/diag/allocators.ts <plugin.so> <bundle dir> <program.pjrt> <rounds> <label=lib.so|glibc> ...
  */
 import { availableParallelism } from "node:os";
-import { runProcess } from "../../lib/proc.ts";
+import { describeFailure, lastJsonLine, runProcess } from "../../lib/proc.ts";
 import { median } from "../../lib/stats.ts";
 
 const [pluginPath, bundleDir, programPath, roundsArg, ...variantArgs] = process.argv.slice(2);
@@ -46,13 +46,13 @@ for (let round = 0; round < rounds; round++) {
       ["taskset", "-c", String(cpu), process.execPath, script, pluginPath, bundleDir, "1", "loads", programPath],
       { env: { LD_PRELOAD: v.preload ?? undefined }, timeoutMs: 60_000 },
     );
-    const line = result.stdout.split("\n").findLast((l) => l.startsWith('{"program"'));
-    if (result.code !== 0 || !line) {
-      samples.push({ round, cpu, label: v.label, firstMs: null, medianMs: null, error: result.stderr.slice(-400) });
+    // load-variants.ts "loads" ends with its figures' line.
+    const parsed = lastJsonLine(result.stdout) as { median: number; all: number[] } | null;
+    if (result.code !== 0 || !parsed) {
+      samples.push({ round, cpu, label: v.label, firstMs: null, medianMs: null, error: describeFailure(result) });
       console.error(`round ${round} cpu ${cpu} ${v.label}: failed (${result.code})`);
       continue;
     }
-    const parsed = JSON.parse(line) as { median: number; all: number[] };
     samples.push({ round, cpu, label: v.label, firstMs: parsed.all[0] ?? null, medianMs: parsed.median });
     console.error(`round ${round} cpu ${cpu} ${v.label}: first ${parsed.all[0]} ms, median ${parsed.median} ms`);
   }

@@ -9,34 +9,15 @@
  *
  *   bun bench/gpu/diag/cpu-speeds.ts [sweeps] [--pick N]
  */
-import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { currentCpu } from "../../lib/current-cpu.ts";
+import { allowedCpus, currentCpu } from "../../lib/current-cpu.ts";
 import { median } from "../../lib/stats.ts";
 
 const args = process.argv.slice(2);
 const pickAt = args.indexOf("--pick");
 const pick = pickAt >= 0 ? Number(args[pickAt + 1]) : 0;
 const sweeps = Number(args.find((a, i) => /^\d+$/.test(a) && i !== pickAt + 1) ?? 3);
-const cpuList = allowedCpus();
-const cpus = cpuList.length;
-
-/** The CPUs this process may run on (Cpus_allowed_list), else 0..n-1. */
-function allowedCpus(): number[] {
-  try {
-    const list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? "";
-    const out = list.split(",").flatMap((part) => {
-      const [a, b] = part.split("-").map(Number);
-      return b === undefined
-        ? [a as number]
-        : Array.from({ length: b - (a as number) + 1 }, (_, k) => (a as number) + k);
-    });
-    if (out.length && out.every(Number.isInteger)) return out;
-  } catch {
-    // not Linux
-  }
-  return Array.from({ length: availableParallelism() }, (_, k) => k);
-}
+const cpuList = allowedCpus() ?? Array.from({ length: availableParallelism() }, (_, k) => k);
 
 const block = new Uint8Array(16 << 20).map((_, i) => i * 31);
 const tree = {
@@ -81,7 +62,7 @@ const byJson = [...summary].sort((a, b) => a.jsonMs - b.jsonMs);
 const fastest = byJson[0]!.jsonMs;
 console.log(
   JSON.stringify({
-    cpus,
+    cpus: cpuList.length,
     sweeps,
     slowestToFastestJson: byJson[byJson.length - 1]!.jsonMs / fastest,
     slowestToFastestSha256: Math.max(...summary.map((x) => x.sha256Ms)) / Math.min(...summary.map((x) => x.sha256Ms)),

@@ -11,9 +11,9 @@
  *
  *   bun bench/gpu/diag/hedged-load-child.ts <plugin.so> <bundle dir> <batch> <program.pjrt> <loadThreads> <hedge> <later> [burst]
  */
-import { loadBundle, tensorBytes, uploadAll } from "@xlaserve/core";
+import { loadBundle, uploadAll } from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
-import { disposeAll, downloadAll, inputsFor, moduleFor, uploadWeights } from "../../lib/bundle-io.ts";
+import { disposeAll, downloadAll, inputsFor, moduleFor, sha256Each, uploadWeights } from "../../lib/bundle-io.ts";
 import { currentCpu } from "../../lib/current-cpu.ts";
 
 const [pluginPath, bundleDir, batchArg, programPath, threadsArg, hedgeArg, laterArg, burstArg] = process.argv.slice(2);
@@ -62,7 +62,7 @@ const weights = await uploadWeights(backend, bundle);
 const inputs = await uploadAll(backend, inputsFor(bundle, moduleFor(bundle, batch), batch).tensors);
 const outs = await backend.execute(exe, [...inputs, ...weights]);
 const host = await downloadAll(backend, outs);
-const outputsSha256 = host.map((h) => new Bun.CryptoHasher("sha256").update(tensorBytes(h)).digest("hex"));
+const outputsSha256 = sha256Each(host);
 disposeAll([...outs, ...inputs, ...weights]);
 exe.dispose();
 console.log(

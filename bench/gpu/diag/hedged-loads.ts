@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { loadBundle } from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
 import { intFlag, listFlag, parseFlags } from "../../lib/args.ts";
-import { moduleFor } from "../../lib/bundle-io.ts";
+import { compileSerialized, moduleFor } from "../../lib/bundle-io.ts";
 import { findCudaPlugin } from "../../lib/pjrt.ts";
 import { describeFailure, lastJsonLine, runProcess } from "../../lib/proc.ts";
 import { BenchResult } from "../../lib/results.ts";
@@ -73,11 +73,8 @@ const work = mkdtempSync(join(tmpdir(), "hedged-loads-"));
 const files: string[] = [];
 const compiler = createPjrtBackend({ pluginPath, isolateCompile: false, loadThreads: 0 });
 for (const batch of batches) {
-  const module = moduleFor(bundle, batch);
-  const exe = await compiler.compile({ bytes: await module.read(), format: module.format }, {});
   const file = join(work, `${bundle.name}.b${batch}.pjrt`);
-  writeFileSync(file, await compiler.serialize(exe));
-  exe.dispose();
+  writeFileSync(file, await compileSerialized(compiler, moduleFor(bundle, batch)));
   files.push(file);
 }
 await compiler.dispose();
@@ -126,36 +123,36 @@ for (let r = 0; r < rounds; r++) {
 }
 rmSync(work, { recursive: true, force: true });
 
+const firstLoads = (children: readonly Child[]) => children.map((c) => c.firstMs);
+const bursts = (children: readonly Child[]) => children.flatMap((c) => (c.burstMs === null ? [] : [c.burstMs]));
 const base = settings[0] as (typeof settings)[number];
 for (const [program, bySetting] of Object.entries(runs)) {
   const figures: Record<string, unknown> = {};
   const hashes = new Set(Object.values(bySetting).flatMap((cs) => cs.map((c) => c.outputsSha256.join(","))));
   for (const [name, children] of Object.entries(bySetting)) {
     figures[name] = {
-      firstLoadMs: summarize(children.map((c) => c.firstMs)),
+      firstLoadMs: summarize(firstLoads(children)),
       laterLoadMs: summarize(children.flatMap((c) => c.laterMs)),
-      burstMs: summarize(children.flatMap((c) => (c.burstMs === null ? [] : [c.burstMs]))),
-      firstLoadUnder40ms: median(children.map((c) => c.firstMs)) < 40,
-      firstLoads: children.map((c) => c.firstMs),
+      burstMs: summarize(bursts(children)),
+      firstLoadUnder40ms: median(firstLoads(children)) < 40,
+      firstLoads: firstLoads(children),
       cpus: children.map((c) => c.cpu),
     };
   }
   figures.outputsIdenticalAcrossSettings = hashes.size === 1;
   result.figure(program, figures);
-  const baseFirst = median((bySetting[base.name] ?? []).map((c) => c.firstMs));
+  const baseChildren = bySetting[base.name] ?? [];
   for (const s of settings.slice(1)) {
-    const first = median((bySetting[s.name] ?? []).map((c) => c.firstMs));
+    const children = bySetting[s.name] ?? [];
     result.ratio(
       `${program} first load ${s.name}/${base.name}`,
-      { label: `median first load ${s.name}`, value: round(first) },
-      { label: `median first load ${base.name}`, value: round(baseFirst) },
+      { label: `median first load ${s.name}`, value: round(median(firstLoads(children))) },
+      { label: `median first load ${base.name}`, value: round(median(firstLoads(baseChildren))) },
     );
-    const burst = median((bySetting[s.name] ?? []).flatMap((c) => (c.burstMs === null ? [] : [c.burstMs])));
-    const baseBurst = median((bySetting[base.name] ?? []).flatMap((c) => (c.burstMs === null ? [] : [c.burstMs])));
     result.ratio(
       `${program} burst ${s.name}/${base.name}`,
-      { label: `median burst ${s.name}`, value: round(burst) },
-      { label: `median burst ${base.name}`, value: round(baseBurst) },
+      { label: `median burst ${s.name}`, value: round(median(bursts(children))) },
+      { label: `median burst ${base.name}`, value: round(median(bursts(baseChildren))) },
     );
   }
 }

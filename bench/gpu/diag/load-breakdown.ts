@@ -13,7 +13,15 @@ import { createPjrtBackend } from "@xlaserve/backend-pjrt";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { withUnknownLocations } from "../../../packages/backend-pjrt/src/module-locations.ts";
-import { downloadAll, inputsFor, moduleFor, timeExecutions, uploadAll, uploadWeights } from "../../lib/bundle-io.ts";
+import {
+  disposeAll,
+  inputsFor,
+  moduleFor,
+  runOnceSha256,
+  timeExecutions,
+  uploadAll,
+  uploadWeights,
+} from "../../lib/bundle-io.ts";
 import { median, summarize } from "../../lib/stats.ts";
 
 const [pluginPath, bundleDir, batchArg, roundsArg] = process.argv.slice(2);
@@ -37,22 +45,6 @@ function gauge(): number {
   new Bun.CryptoHasher("sha256").update(gaugeInput).digest();
   return performance.now() - t0;
 }
-const sha = (tensors: { data: ArrayBufferView }[]) => {
-  const h = new Bun.CryptoHasher("sha256");
-  for (const t of tensors) h.update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-  return h.digest("hex");
-};
-
-/** sha256 of one run's outputs, the output buffers freed. */
-async function outputsSha(exe: Awaited<ReturnType<typeof be.compile>>): Promise<string> {
-  const outs = await be.execute(exe, args);
-  try {
-    return sha(await downloadAll(be, outs));
-  } finally {
-    for (const o of outs) o.dispose();
-  }
-}
-
 const weights = await uploadWeights(be, bundle);
 const inputs = await uploadAll(be, inputsFor(bundle, module, batch).tensors);
 const args = [...inputs, ...weights];
@@ -74,7 +66,7 @@ for (const name of names) {
     moduleTextBytes: source.bytes.byteLength,
     programBytes: bytes.byteLength,
     compileMs,
-    outputsSha256: await outputsSha(exe),
+    outputsSha256: await runOnceSha256(be, exe, args),
   };
   exe.dispose();
 }
@@ -101,7 +93,7 @@ for (let blk = 0; blk < 10; blk++) {
   }
 }
 for (const name of names) loaded[name]!.dispose();
-for (const a of args) a.dispose();
+disposeAll(args);
 for (const name of names) {
   figures[name]!.loadMs = summarize(loads[name]!);
   figures[name]!.loadsInOrder = loads[name];

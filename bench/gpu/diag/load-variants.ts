@@ -22,7 +22,17 @@ import { CStruct, keepAlive, ownedBytes } from "../../../packages/backend-pjrt/s
 import { PJRT_Executable_DeserializeAndLoad_Args } from "../../../packages/backend-pjrt/src/abi/structs.ts";
 import { PjrtExecutable } from "../../../packages/backend-pjrt/src/runtime/executable.ts";
 import { compileOptionsProto } from "../../../packages/backend-pjrt/src/compile-options.ts";
-import { moduleFor, uploadWeights, inputsFor, uploadAll, timeExecutions, downloadAll } from "../../lib/bundle-io.ts";
+import {
+  disposeAll,
+  downloadAll,
+  inputsFor,
+  moduleFor,
+  runOnceSha256,
+  sha256All,
+  timeExecutions,
+  uploadAll,
+  uploadWeights,
+} from "../../lib/bundle-io.ts";
 import { median } from "../../lib/stats.ts";
 
 const [pluginPath, bundleDir, batchArg, mode] = process.argv.slice(2);
@@ -97,15 +107,11 @@ if (mode === "trace") {
 
 const weights = await uploadWeights(be, bundle);
 const inputs = await uploadAll(be, inputsFor(bundle, module, batch).tensors);
+const args = [...inputs, ...weights];
 const variants: Record<string, Record<string, string | number | boolean>> = {
   default: {},
   commandBufferOff: { xla_gpu_enable_command_buffer: "" },
   autotune0: { xla_gpu_autotune_level: 0 },
-};
-const sha = (tensors: { data: ArrayBufferView }[]) => {
-  const h = new Bun.CryptoHasher("sha256");
-  for (const t of tensors) h.update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-  return h.digest("hex");
 };
 const out: Record<string, unknown> = {};
 for (const [name, flags] of Object.entries(variants)) {
@@ -120,7 +126,7 @@ for (const [name, flags] of Object.entries(variants)) {
       bytes: bytes.byteLength,
       head: Buffer.from(bytes.subarray(0, 12)).toString("hex"),
     };
-    const compiledOut = sha(await downloadAll(be, await be.execute(exe, [...inputs, ...weights])));
+    const compiledOut = await runOnceSha256(be, exe, args);
     for (const withOptions of [true, false]) {
       const times = timeLoads(bytes, withOptions);
       row[withOptions ? "loadMsWithOptions" : "loadMsNoOptions"] = {
@@ -130,11 +136,12 @@ for (const [name, flags] of Object.entries(variants)) {
     }
     const loaded = loadRaw(bytes, false);
     const first0 = performance.now();
-    const o = await be.execute(loaded, [...inputs, ...weights]);
-    const loadedOut = sha(await downloadAll(be, o));
+    const o = await be.execute(loaded, args);
+    const loadedOut = await downloadAll(be, o);
     row.firstRunMs = performance.now() - first0;
-    row.outputsSameBytesAfterLoad = loadedOut === compiledOut;
-    const lat = await timeExecutions(be, loaded, [...inputs, ...weights], 5, 100);
+    disposeAll(o);
+    row.outputsSameBytesAfterLoad = sha256All(loadedOut) === compiledOut;
+    const lat = await timeExecutions(be, loaded, args, 5, 100);
     row.latencyMedianMs = median(lat);
     out[name] = row;
     console.log(name, JSON.stringify(row));

@@ -9,9 +9,9 @@
  *
  *   bun bench/gpu/diag/parallel-loads.ts <plugin.so> <bundle dir> <batch> <program.pjrt> [threads=1,2,4] [loads=4]
  */
-import { type Executable, loadBundle, tensorBytes } from "@xlaserve/core";
+import { type Executable, loadBundle } from "@xlaserve/core";
 import { createPjrtBackend } from "@xlaserve/backend-pjrt";
-import { disposeAll, downloadAll, inputsFor, moduleFor, uploadAll, uploadWeights } from "../../lib/bundle-io.ts";
+import { disposeAll, inputsFor, moduleFor, runOnceSha256, uploadAll, uploadWeights } from "../../lib/bundle-io.ts";
 import { PjrtExecutable } from "../../../packages/backend-pjrt/src/runtime/executable.ts";
 import { median, summarize } from "../../lib/stats.ts";
 import type { LoadJob } from "./parallel-load-worker.ts";
@@ -33,22 +33,13 @@ const args = [
   ...(await uploadAll(backend, inputsFor(bundle, moduleFor(bundle, batch), batch).tensors)),
   ...(await uploadWeights(backend, bundle)),
 ];
-async function outputsSha(exe: Executable): Promise<string> {
-  const outs = await backend.execute(exe, args);
-  try {
-    const h = new Bun.CryptoHasher("sha256");
-    for (const t of await downloadAll(backend, outs)) h.update(tensorBytes(t));
-    return h.digest("hex");
-  } finally {
-    disposeAll(outs);
-  }
-}
 // The plugin's one-time set-up happens on a first load: outside the timed rounds. Its outputs are
 // the reference for the programs loaded on other threads.
 const mainLoaded = await backend.deserialize(program, {});
-const reference = await outputsSha(mainLoaded);
+const reference = await runOnceSha256(backend, mainLoaded, args);
 mainLoaded.dispose();
-const runsOnce = async (exe: Executable) => ((await outputsSha(exe)) === reference ? "same outputs" : "OTHER outputs");
+const runsOnce = async (exe: Executable) =>
+  (await runOnceSha256(backend, exe, args)) === reference ? "same outputs" : "OTHER outputs";
 
 interface ThreadResult {
   handles: number[];
@@ -111,7 +102,7 @@ for (const threads of threadCounts) {
   const [first, ...rest] = executables;
   for (const e of rest) e.dispose();
   if (first) {
-    // One of them runs, so the loads were real: a zero input per argument, outputs freed.
+    // One of them runs, so the loads were real.
     checks.push(await runsOnce(first));
     first.dispose();
   }

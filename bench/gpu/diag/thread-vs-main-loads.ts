@@ -10,8 +10,8 @@ import { loadBundle } from "@xlaserve/core";
 import { type PjrtExecutable, createPjrtBackend } from "@xlaserve/backend-pjrt";
 import { compileOptionsProto } from "../../../packages/backend-pjrt/src/compile-options.ts";
 import { deserializeExecutable } from "../../../packages/backend-pjrt/src/runtime/executable.ts";
-import { moduleFor } from "../../lib/bundle-io.ts";
-import { median } from "../../lib/stats.ts";
+import { compileSerialized, moduleFor } from "../../lib/bundle-io.ts";
+import { median, round } from "../../lib/stats.ts";
 
 const [pluginPath, bundleDir, batchArg, pairsArg] = process.argv.slice(2);
 if (!pluginPath || !bundleDir || !batchArg) {
@@ -22,10 +22,7 @@ const pairs = Number(pairsArg ?? 15);
 const backend = createPjrtBackend({ pluginPath, isolateCompile: false, loadThreads: 1 });
 await backend.loadersReady();
 const bundle = await loadBundle(bundleDir);
-const module = moduleFor(bundle, Number(batchArg));
-const compiled = await backend.compile({ bytes: await module.read(), format: module.format }, {});
-const bytes = await backend.serialize(compiled);
-compiled.dispose();
+const bytes = await compileSerialized(backend, moduleFor(bundle, Number(batchArg)));
 const proto = compileOptionsProto({});
 
 async function timed(onThread: boolean): Promise<number> {
@@ -49,17 +46,17 @@ for (let i = 0; i < pairs; i++) {
     thread.push(await timed(true));
   }
 }
-const round = (x: number) => Math.round(x * 100) / 100;
+const round2 = (x: number) => round(x, 2);
 console.log(
   JSON.stringify({
     program: `${bundle.name} b${batchArg}`,
     pairs,
-    threadMedianMs: round(median(thread)),
-    mainMedianMs: round(median(main)),
-    threadOverMain: round(median(thread) / median(main)),
-    perPairRatio: thread.map((t, i) => round(t / (main[i] as number))),
-    threadMs: thread.map(round),
-    mainMs: main.map(round),
+    threadMedianMs: round2(median(thread)),
+    mainMedianMs: round2(median(main)),
+    threadOverMain: round2(median(thread) / median(main)),
+    perPairRatio: thread.map((t, i) => round2(t / (main[i] as number))),
+    threadMs: thread.map(round2),
+    mainMs: main.map(round2),
   }),
 );
 await backend.dispose();
