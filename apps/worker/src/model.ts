@@ -7,6 +7,7 @@ import type { Residency } from "./budget.ts";
 import { type InlineCandidate, InlineRuns, type InlineVerdict, isInlineHost } from "./inline-runs.ts";
 import { ConcurrencyLimiter, type DeviceLock } from "./limiter.ts";
 import type { ReplicaProgram, ReplicaSpec } from "./front/protocol.ts";
+import { addStats, copyStats, zeroStats } from "./model-stats.ts";
 import type { WeightManager, WeightOwner } from "./weights.ts";
 
 export type CacheOutcome = "hit" | "miss" | "recompiled" | "uncached";
@@ -117,11 +118,6 @@ export const REPLICA_MAX_FACTOR = 32;
 /** Requests a model answers before its programs are timed for inline runs (see onInlineDue). */
 export const INLINE_AFTER_REQUESTS = 256;
 
-interface MutableStat {
-  count: number;
-  ns: number;
-}
-
 const nsSince = (t0: number) => Math.round((performance.now() - t0) * 1e6);
 
 /**
@@ -183,17 +179,7 @@ export class RuntimeModel implements ServedModel {
   /** Each program's inline timing from prepareInline (what replicaSpec decides by); null before. */
   private inlineTimings: readonly InlineVerdict[] | null = null;
 
-  private readonly counters = {
-    inferenceCount: 0,
-    executionCount: 0,
-    lastInference: 0,
-    success: { count: 0, ns: 0 } as MutableStat,
-    fail: { count: 0, ns: 0 } as MutableStat,
-    queue: { count: 0, ns: 0 } as MutableStat,
-    computeInput: { count: 0, ns: 0 } as MutableStat,
-    computeInfer: { count: 0, ns: 0 } as MutableStat,
-    computeOutput: { count: 0, ns: 0 } as MutableStat,
-  };
+  private readonly counters = zeroStats();
 
   constructor(options: RuntimeModelOptions) {
     const { bundle } = options;
@@ -314,19 +300,7 @@ export class RuntimeModel implements ServedModel {
   }
 
   stats(): ModelStats {
-    const c = this.counters;
-    const copy = (s: MutableStat) => ({ count: s.count, ns: s.ns });
-    return {
-      inferenceCount: c.inferenceCount,
-      executionCount: c.executionCount,
-      lastInference: c.lastInference,
-      success: copy(c.success),
-      fail: copy(c.fail),
-      queue: copy(c.queue),
-      computeInput: copy(c.computeInput),
-      computeInfer: copy(c.computeInfer),
-      computeOutput: copy(c.computeOutput),
-    };
+    return copyStats(this.counters);
   }
 
   /** Program for a (variant, batch size): the per-size module or the module serving every size. */
@@ -837,14 +811,7 @@ export class RuntimeModel implements ServedModel {
 
   /** Adds what a replica on another HTTP thread answered into this model's statistics. */
   addReplicaStats(d: ModelStats): void {
-    const c = this.counters;
-    c.inferenceCount += d.inferenceCount;
-    c.executionCount += d.executionCount;
-    c.lastInference = Math.max(c.lastInference, d.lastInference);
-    for (const key of ["success", "fail", "queue", "computeInput", "computeInfer", "computeOutput"] as const) {
-      c[key].count += d[key].count;
-      c[key].ns += d[key].ns;
-    }
+    addStats(this.counters, d);
   }
 
   /** `fn` with the model's weights resident on the engine, as a request holds them. */

@@ -3,6 +3,7 @@ import { XlaserveError } from "@xlaserve/core";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
 import { chooseBatchSize, padAxis, sliceRange } from "../batching.ts";
 import { runSync, sameBytes } from "../inline-runs.ts";
+import { zeroStats } from "../model-stats.ts";
 import type { ReplicaSpec } from "./protocol.ts";
 
 /**
@@ -17,20 +18,6 @@ const WARM_RUNS = 200;
 const WARM_BUDGET_MS = 300;
 const TIMED_RUNS = 64;
 const SLICE_MS = 2;
-
-type Stat = { count: number; ns: number };
-type MutableStats = { -readonly [K in keyof ModelStats]: ModelStats[K] extends number ? number : Stat };
-const zeroStats = (): MutableStats => ({
-  inferenceCount: 0,
-  executionCount: 0,
-  lastInference: 0,
-  success: { count: 0, ns: 0 },
-  fail: { count: 0, ns: 0 },
-  queue: { count: 0, ns: 0 },
-  computeInput: { count: 0, ns: 0 },
-  computeInfer: { count: 0, ns: 0 },
-  computeOutput: { count: 0, ns: 0 },
-});
 
 /**
  * A model that runs inline, rebuilt on one of the worker's extra HTTP threads: the same engine,
