@@ -27,6 +27,7 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
         export: "createPjrtBackend",
         args: { pluginPath: path, isolateCompile: false, eventWait, pluginFileHash: "0123456789abcdef" },
       });
+      const own = mock.newestClient();
       try {
         // the hash handed over is the one the identity names (no re-hash of the plugin file)
         expect(be.identity().buildId).toBe("mock-xla-1+0123456789abcdef");
@@ -46,7 +47,8 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
       } finally {
         await be.dispose();
       }
-      expect(mock.liveBuffers()).toBe(0);
+      expect(own.buffers()).toBe(0);
+      expect(own.executables()).toBe(0);
       expect(mock.liveEvents()).toBe(0);
     });
   }

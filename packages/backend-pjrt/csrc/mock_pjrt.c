@@ -318,8 +318,30 @@ static void* event_onready(PJRT_Event_OnReady_Args* a) {
 
 /* ------------------------------------------------------------ client and devices */
 
-static int client_token, device_token, description_token;
+static int device_token, description_token;
 static void* device_list[1] = {&device_token};
+
+/*
+ * Each client counts the buffers and executables it owns, so a test can watch one backend's
+ * objects while other backends' finalizers and loader threads come and go in the same process.
+ * Clients live in a fixed table and are never freed: their counts stay readable after Destroy.
+ */
+typedef struct { int live_buffers, live_executables; } mock_client;
+enum { MAX_CLIENTS = 1024 };
+static mock_client clients[MAX_CLIENTS];
+static int clients_created;
+
+static mock_client* as_client(void* p) {
+  mock_client* c = p;
+  return c >= clients && c < clients + LOAD(clients_created) ? c : NULL;
+}
+int mock_clients_created(void) { return LOAD(clients_created); }
+int mock_client_live_buffers(int ordinal) {
+  return ordinal >= 1 && ordinal <= LOAD(clients_created) ? LOAD(clients[ordinal - 1].live_buffers) : -1;
+}
+int mock_client_live_executables(int ordinal) {
+  return ordinal >= 1 && ordinal <= LOAD(clients_created) ? LOAD(clients[ordinal - 1].live_executables) : -1;
+}
 
 static void* client_create(PJRT_Client_Create_Args* a) {
   count(SLOT_PJRT_Client_Create);
@@ -341,9 +363,11 @@ static void* client_create(PJRT_Client_Create_Args* a) {
     }
     used += (size_t)snprintf(client_options + used, sizeof client_options - used, "%s=%s;", name, value);
   }
+  int ordinal = ADD(clients_created, 1);
+  if (ordinal > MAX_CLIENTS) return make_error(8, "mock: more than %ld clients", (long)MAX_CLIENTS);
   client_thread = pthread_self();
   __atomic_store_n(&client_thread_known, 1, __ATOMIC_SEQ_CST);
-  a->client = &client_token;
+  a->client = &clients[ordinal - 1];
   return NULL;
 }
 static void* client_destroy(PJRT_Client_Destroy_Args* a) {
@@ -368,7 +392,7 @@ static void* client_platform_version(PJRT_Client_PlatformVersion_Args* a) {
 static void* client_devices(PJRT_Client_AddressableDevices_Args* a) {
   count(SLOT_PJRT_Client_AddressableDevices);
   CHECK(a, PJRT_Client_AddressableDevices_Args);
-  if (a->client != &client_token) return make_error(3, "mock: not the client");
+  if (!as_client(a->client)) return make_error(3, "mock: not the client");
   a->addressable_devices = device_list;
   a->num_addressable_devices = 1;
   return NULL;
@@ -422,7 +446,7 @@ static void* device_clear_memory_stats(PJRT_Device_ClearMemoryStats_Args* a) {
 
 /* ------------------------------------------------------------ buffers */
 
-typedef struct { int type; int64_t dims[8]; size_t ndims; size_t size; unsigned char* data; } mock_buffer;
+typedef struct { mock_client* owner; int type; int64_t dims[8]; size_t ndims; size_t size; unsigned char* data; } mock_buffer;
 
 static size_t element_size(int type) {
   switch (type) {
@@ -434,8 +458,9 @@ static size_t element_size(int type) {
   }
 }
 
-static mock_buffer* make_buffer(int type, const int64_t* dims, size_t ndims) {
+static mock_buffer* make_buffer(mock_client* owner, int type, const int64_t* dims, size_t ndims) {
   mock_buffer* b = calloc(1, sizeof *b);
+  b->owner = owner;
   b->type = type;
   b->ndims = ndims;
   size_t n = 1;
@@ -446,6 +471,7 @@ static mock_buffer* make_buffer(int type, const int64_t* dims, size_t ndims) {
   b->size = n * element_size(type);
   b->data = calloc(1, b->size ? b->size : 1);
   ADD(live_buffers, 1);
+  ADD(owner->live_buffers, 1);
   raise_to(&peak_bytes, ADD(bytes_in_use, (int64_t)b->size));
   return b;
 }
@@ -453,11 +479,13 @@ static mock_buffer* make_buffer(int type, const int64_t* dims, size_t ndims) {
 static void* buffer_from_host(PJRT_Client_BufferFromHostBuffer_Args* a) {
   count(SLOT_PJRT_Client_BufferFromHostBuffer);
   CHECK(a, PJRT_Client_BufferFromHostBuffer_Args);
+  mock_client* owner = as_client(a->client);
+  if (!owner) return make_error(3, "mock: upload through an unknown client");
   if (a->device != &device_token) return make_error(3, "mock: upload to an unknown device");
   if (a->num_dims > 8) return make_error(3, "mock: %s %ld dims", "too many", (long)a->num_dims);
   if (element_size(a->type) == 0) return make_error(12, "mock: %s %ld", "unsupported element type", (long)a->type);
   last_semantics = a->host_buffer_semantics;
-  mock_buffer* b = make_buffer(a->type, a->dims, a->num_dims);
+  mock_buffer* b = make_buffer(owner, a->type, a->dims, a->num_dims);
   memcpy(b->data, a->data, b->size);
   a->buffer = b;
   a->done_with_host_buffer = make_event(0, NULL);
@@ -469,6 +497,7 @@ static void* buffer_destroy(PJRT_Buffer_Destroy_Args* a) {
   mock_buffer* b = a->buffer;
   if (b) {
     ADD(bytes_in_use, -(int64_t)b->size);
+    ADD(b->owner->live_buffers, -1);
     free(b->data);
     free(b);
     ADD(live_buffers, -1);
@@ -511,21 +540,24 @@ static void* buffer_to_host(PJRT_Buffer_ToHostBuffer_Args* a) {
 
 /* ------------------------------------------------------------ executables */
 
-typedef struct { char* code; size_t code_size; int loaded; } mock_exec;
+typedef struct { mock_client* owner; char* code; size_t code_size; int loaded; } mock_exec;
 
-static mock_exec* make_exec(const char* code, size_t size) {
+static mock_exec* make_exec(mock_client* owner, const char* code, size_t size) {
   mock_exec* e = calloc(1, sizeof *e);
+  e->owner = owner;
   e->code = malloc(size + 1);
   memcpy(e->code, code, size);
   e->code[size] = 0;
   e->code_size = size;
   ADD(live_executables, 1);
+  ADD(owner->live_executables, 1);
   return e;
 }
 
 static void* client_compile(PJRT_Client_Compile_Args* a) {
   count(SLOT_PJRT_Client_Compile);
   CHECK(a, PJRT_Client_Compile_Args);
+  if (!as_client(a->client)) return make_error(3, "mock: compile through an unknown client");
   const PJRT_Program* p = a->program;
   if (p->struct_size != STRUCT_SIZE_PJRT_Program) return make_error(3, "mock: %s %ld", "PJRT_Program.struct_size", (long)p->struct_size);
   if (p->format_size != 4 || memcmp(p->format, "mlir", 4) != 0) return make_error(3, "mock: program format is not mlir");
@@ -543,7 +575,7 @@ static void* client_compile(PJRT_Client_Compile_Args* a) {
   }
   if (memmem(code, p->code_size, "mock.fail", 9)) return make_error(3, "mock: cannot parse %s at line %ld", "module", 1L);
   sleep_as_asked(code, p->code_size);
-  mock_exec* e = make_exec(code, p->code_size);
+  mock_exec* e = make_exec(as_client(a->client), code, p->code_size);
   e->loaded = 1;
   a->executable = e;
   return NULL;
@@ -551,6 +583,7 @@ static void* client_compile(PJRT_Client_Compile_Args* a) {
 /* Loaded and unloaded executables are the same mock object; both Destroy calls free it. */
 static void free_exec(mock_exec* e) {
   if (!e) return;
+  ADD(e->owner->live_executables, -1);
   free(e->code);
   free(e);
   ADD(live_executables, -1);
@@ -565,7 +598,7 @@ static void* loaded_get_executable(PJRT_LoadedExecutable_GetExecutable_Args* a) 
   count(SLOT_PJRT_LoadedExecutable_GetExecutable);
   CHECK(a, PJRT_LoadedExecutable_GetExecutable_Args);
   mock_exec* l = a->loaded_executable;
-  mock_exec* e = make_exec(l->code, l->code_size);
+  mock_exec* e = make_exec(l->owner, l->code, l->code_size);
   a->executable = e;
   return NULL;
 }
@@ -600,6 +633,7 @@ static void* executable_serialize(PJRT_Executable_Serialize_Args* a) {
 static void* deserialize_and_load(PJRT_Executable_DeserializeAndLoad_Args* a) {
   count(SLOT_PJRT_Executable_DeserializeAndLoad);
   CHECK(a, PJRT_Executable_DeserializeAndLoad_Args);
+  if (!as_client(a->client)) return make_error(3, "mock: load through an unknown client");
   if (LOAD(client_thread_known) && !pthread_equal(pthread_self(), client_thread)) ADD(loads_off_client_thread, 1);
   raise_to(&max_loads_running, ADD(loads_running, 1));
   void* result = NULL;
@@ -611,7 +645,7 @@ static void* deserialize_and_load(PJRT_Executable_DeserializeAndLoad_Args* a) {
     if (sleep_in_turn(s + 9, a->serialized_executable_size - 9)) {
       result = make_error(13, "mock: %s", "this load's turn fails");
     } else {
-      mock_exec* e = make_exec(s + 9, a->serialized_executable_size - 9);
+      mock_exec* e = make_exec(as_client(a->client), s + 9, a->serialized_executable_size - 9);
       e->loaded = 1;
       a->loaded_executable = e;
     }
@@ -635,7 +669,8 @@ static void* execute(PJRT_LoadedExecutable_Execute_Args* a) {
   for (size_t j = 0; j < a->num_args; j++) {
     if (!args[j] || args[j]->type != 11) return make_error(3, "mock: argument %ld is not f32", (long)j);
   }
-  mock_buffer* out0 = make_buffer(11, args[0]->dims, args[0]->ndims);
+  const mock_exec* program = a->executable;
+  mock_buffer* out0 = make_buffer(program->owner, 11, args[0]->dims, args[0]->ndims);
   float* dst = (float*)out0->data;
   size_t n = out0->size / 4;
   for (size_t i = 0; i < n; i++) {
@@ -647,12 +682,11 @@ static void* execute(PJRT_LoadedExecutable_Execute_Args* a) {
     dst[i] = s;
   }
   int64_t one = 1;
-  mock_buffer* out1 = make_buffer(4, &one, 1);
+  mock_buffer* out1 = make_buffer(program->owner, 4, &one, 1);
   *(int32_t*)out1->data = (int32_t)a->num_args;
   mock_buffer** outputs = ((mock_buffer** const*)a->output_lists)[0];
   outputs[0] = out0;
   outputs[1] = out1;
-  const mock_exec* program = a->executable;
   int fail = memmem(program->code, program->code_size, "mock.execfail", 13) != NULL;
   if (a->device_complete_events) {
     ((void**)a->device_complete_events)[0] = make_event(fail ? 13 : 0, fail ? "mock: the device reported a failure" : NULL);

@@ -50,8 +50,8 @@ beforeAll(async () => {
 describe("hedged loads (mock plugin)", () => {
   test("a lone load runs as copies on the idle threads; the first loaded is kept, the others destroyed", async () => {
     const backend = backendWith({ hedgeLoads: 3 });
+    const own = mock.newestClient();
     await backend.loadersReady();
-    const executables = mock.liveExecutables();
     const loads = mock.calls(LOADS);
     mock.resetLoadSleeps();
     const t0 = performance.now();
@@ -68,8 +68,8 @@ describe("hedged loads (mock plugin)", () => {
     for (const b of [x, weight, sum!, count!]) b.dispose();
     exe.dispose();
     // the three slow copies are destroyed as they finish, before the backend is
-    for (let i = 0; i < 300 && mock.liveExecutables() > executables; i++) await Bun.sleep(10);
-    expect(mock.liveExecutables()).toBe(executables);
+    for (let i = 0; i < 300 && own.executables() > 0; i++) await Bun.sleep(10);
+    expect(own.executables()).toBe(0);
     await backend.dispose();
   });
 
@@ -130,9 +130,9 @@ describe("hedged loads (mock plugin)", () => {
 
   test("a load fails once, with the error a single copy gives, when every copy failed", async () => {
     const backend = backendWith({ hedgeLoads: 3 });
+    const own = mock.newestClient();
     await backend.loadersReady();
     const errors = mock.liveErrors();
-    const executables = mock.liveExecutables();
     const loads = mock.calls(LOADS);
     const failure = await outcome(backend.deserialize(allFail, {}));
     expect(isXlaserveError(failure, "PJRT_ERROR")).toBe(true);
@@ -140,7 +140,7 @@ describe("hedged loads (mock plugin)", () => {
     // answered only after the last copy failed
     expect(mock.calls(LOADS) - loads).toBe(4);
     expect(mock.liveErrors()).toBe(errors);
-    expect(mock.liveExecutables()).toBe(executables);
+    expect(own.executables()).toBe(0);
     // a program the plugin refuses at once fails before any copy starts: still one typed error
     const corrupt = await outcome(backend.deserialize(new Uint8Array([1, 2, 3]), {}));
     expect(isXlaserveError(corrupt, "PJRT_ERROR")).toBe(true);
@@ -151,14 +151,14 @@ describe("hedged loads (mock plugin)", () => {
 
   test("dispose while copies still run waits for them and destroys what they load", async () => {
     const backend = backendWith({ hedgeLoads: 3 });
+    const own = mock.newestClient();
     await backend.loadersReady();
-    const executables = mock.liveExecutables();
     const loads = mock.calls(LOADS);
     const pending = outcome(backend.deserialize(slow, {}));
     expect(await loadsStarted(loads, 4)).toBe(4);
     await backend.dispose();
     expect(isXlaserveError(await pending, "DISPOSED")).toBe(true);
-    expect(mock.liveExecutables()).toBe(executables);
+    expect(own.executables()).toBe(0);
   });
 
   test("a hedge that is not an integer >= 0 is CONFIG_INVALID", () => {

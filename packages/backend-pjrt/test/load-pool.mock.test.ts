@@ -119,6 +119,7 @@ describe("program loads on loader threads (mock plugin)", () => {
 
   test("programs loaded on threads run and give the expected outputs", async () => {
     const backend = backendWith();
+    const own = mock.newestClient();
     const exes = await Promise.all([1, 2, 3].map(() => backend.deserialize(quick, {})));
     const weight = await backend.upload(f32([10, 20, 30]));
     for (const [i, exe] of exes.entries()) {
@@ -131,18 +132,20 @@ describe("program loads on loader threads (mock plugin)", () => {
     }
     weight.dispose();
     await backend.dispose();
-    expect(mock.liveBuffers()).toBe(0);
+    expect(own.buffers()).toBe(0);
+    expect(own.executables()).toBe(0);
   });
 
   test("a corrupt program gives the same typed error as a load on the calling thread", async () => {
     const corrupt = new Uint8Array([1, 2, 3]);
     const errors = mock.liveErrors();
-    const executables = mock.liveExecutables();
     const failures: unknown[] = [];
     for (const loadThreads of [0, 2]) {
       const backend = backendWith({ loadThreads });
+      const own = mock.newestClient();
       failures.push(await outcome(backend.deserialize(corrupt, {})));
       await backend.dispose();
+      expect(own.executables()).toBe(0);
     }
     const [here, threaded] = failures;
     expect(isXlaserveError(here, "PJRT_ERROR")).toBe(true);
@@ -154,12 +157,11 @@ describe("program loads on loader threads (mock plugin)", () => {
     expect(b.details).toEqual(a.details);
     // the PJRT_Error was destroyed on the thread that received it
     expect(mock.liveErrors()).toBe(errors);
-    expect(mock.liveExecutables()).toBe(executables);
   });
 
   test("dispose during loads waits for the running ones, destroys what they load, and refuses the rest", async () => {
     const backend = backendWith({ loadThreads: 2 });
-    const executables = mock.liveExecutables();
+    const own = mock.newestClient();
     const loads = mock.calls(LOADS);
     const pending = [1, 2, 3, 4].map((): Promise<Executable | unknown> => outcome(backend.deserialize(slow, {})));
     for (let i = 0; i < 200 && mock.calls(LOADS) - loads < 2; i++) await Bun.sleep(5);
@@ -169,7 +171,7 @@ describe("program loads on loader threads (mock plugin)", () => {
     for (const r of results) expect(isXlaserveError(r, "DISPOSED")).toBe(true);
     // the two waiting loads never reached the plugin; the two running ones were destroyed
     expect(mock.calls(LOADS) - loads).toBe(2);
-    expect(mock.liveExecutables()).toBe(executables);
+    expect(own.executables()).toBe(0);
     await expect(backend.deserialize(quick, {})).rejects.toMatchObject({ code: "DISPOSED" });
   });
 

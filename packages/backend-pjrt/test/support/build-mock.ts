@@ -78,6 +78,9 @@ export function mockControls(path: string) {
     mock_reset_max_concurrent_loads: { args: [], returns: "void" },
     mock_loads_off_client_thread: { args: [], returns: "i32" },
     mock_reset_load_sleeps: { args: [], returns: "void" },
+    mock_clients_created: { args: [], returns: "i32" },
+    mock_client_live_buffers: { args: ["i32"], returns: "i32" },
+    mock_client_live_executables: { args: ["i32"], returns: "i32" },
   });
   const s = lib.symbols;
   return {
@@ -104,5 +107,16 @@ export function mockControls(path: string) {
     loadsOffClientThread: () => s.mock_loads_off_client_thread(),
     /** Starts `mock.load_sleeps=` lists over at their first entry. */
     resetLoadSleeps: () => s.mock_reset_load_sleeps(),
+    /**
+     * What the newest client (the last backend created) holds, read live. Unlike the process-wide
+     * totals, another backend's finalizers and loader threads never move these counts.
+     */
+    newestClient: () => {
+      const ordinal = s.mock_clients_created();
+      return {
+        buffers: () => s.mock_client_live_buffers(ordinal),
+        executables: () => s.mock_client_live_executables(ordinal),
+      };
+    },
   };
 }
