@@ -7,7 +7,6 @@
 import type { AbstractBackend, Logger } from "@xlaserve/core";
 import { asXlaserveError, createLogger } from "@xlaserve/core";
 import { InferService } from "@xlaserve/server";
-import { errorResponse } from "@xlaserve/server/http-error.ts";
 import { INFER_PATH, INFER_VERSION_PATH } from "@xlaserve/server/infer/controller.ts";
 import type { BunRequest, Server } from "bun";
 import { createFromSpec } from "../backend-factory.ts";
@@ -70,15 +69,12 @@ function flushTally(): void {
 
 /** The request as it came, answered by the main thread. */
 async function relay(request: Request, infer: InferTarget | null = null) {
-  // The main thread checks Content-Length before reading a body; so does this thread before
-  // taking one in to send it on.
+  // An infer body declared over the limit is never read here: the request goes on with its
+  // headers alone, and the main thread, which refuses on Content-Length before reading a body,
+  // answers it as it answers its own (404 for an unknown model, 503 for one not ready, else 413).
   const declared = Number(request.headers.get("content-length") ?? 0);
-  if (infer && init && declared > init.maxBodyBytes) {
-    // Labelled as the main thread labels it: a model name only when it is one this thread knows.
-    counter.requestDone(replicas.has(infer.model) ? infer.model : "_unknown", "413", 0);
-    return errorResponse(413, `request body of ${declared} bytes exceeds the limit of ${init.maxBodyBytes} bytes`);
-  }
-  const body = request.method === "GET" || request.method === "HEAD" ? null : await request.arrayBuffer();
+  const unread = infer !== null && init !== null && declared > init.maxBodyBytes;
+  const body = unread || request.method === "GET" || request.method === "HEAD" ? null : await request.arrayBuffer();
   const id = nextRelay++;
   relayed++;
   const answer = new Promise<Response>((resolve) => relays.set(id, resolve));
