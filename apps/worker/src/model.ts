@@ -590,6 +590,8 @@ export class RuntimeModel implements ServedModel {
    */
   async runProbe(): Promise<ProbeResult> {
     return this.deviceLock.exclusive(async () => {
+      // Loads hold the lock shared until answered; a hedged load's spare copies run on past that.
+      await this.backend.settleBackground?.();
       const lease = await this.weightsManager.acquire(this.ownerId);
       const perProgram: ProbedProgram[] = [];
       let peakReset = true;

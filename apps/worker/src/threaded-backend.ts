@@ -370,6 +370,11 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
     return this.stats;
   }
 
+  /** Waits for the engine's backend to finish what it does on its own (spare load copies). */
+  async settleBackground(): Promise<void> {
+    await this.call("settleBackground");
+  }
+
   resetPeakMemory(device?: number): void {
     this.post("resetPeakMemory", { device });
     this.stats = { ...this.stats, peakBytes: this.stats.inUseBytes };

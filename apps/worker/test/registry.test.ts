@@ -85,6 +85,21 @@ describe("registry, probe and budget (fake engine)", () => {
     expect(registry.repositoryIndex().map((e) => e.state)).toEqual(["READY", "READY", "READY"]);
   });
 
+  test("the probe waits for work a program load left running, so none of it counts as scratch", async () => {
+    const spare = 1 << 30;
+    const { registry, backend } = setup(["mlp", "cnn"], {}, true, {}, (fake) => async (bundle, module) => {
+      const program = await fake(bundle, module);
+      backend.leaveSpare(spare); // called only once setup has returned
+      return program;
+    });
+    await registry.loadAll();
+    for (const m of registry.models()) {
+      expect(m.probe?.source).toBe("measured");
+      expect(m.scratchBytes).toBeGreaterThan(0);
+      expect(m.scratchBytes).toBeLessThan(spare);
+    }
+  });
+
   test("padding: a batch of 3 runs on the batch-8 program and comes back with 3 rows", async () => {
     const { registry, backend } = setup(["mlp"]);
     await registry.loadAll();

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { type HostTensor, uploadAll } from "@xlaserve/core";
 import { buildMock, mockControls } from "../../../packages/backend-pjrt/test/support/build-mock.ts";
+import { DESTROYS } from "../../../packages/backend-pjrt/test/support/loads.ts";
 import { ThreadedBackend } from "../src/threaded-backend.ts";
 
 const f32 = (values: number[]): HostTensor => ({
@@ -86,6 +87,39 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
         expect(Array.from(outs[0]!.data as Float32Array)).toEqual([2, 3]);
         exe.dispose();
       }
+      fast.dispose();
+    } finally {
+      await be.dispose();
+    }
+  }, 20_000);
+
+  test("settling waits for a hedged load's spare copies on the engine thread, holding up no request", async () => {
+    const be = await ThreadedBackend.create({
+      module: "@xlaserve/backend-pjrt",
+      export: "createPjrtBackend",
+      args: { pluginPath: path, isolateCompile: false, loadThreads: 4, hedgeLoads: 3 },
+    });
+    try {
+      const fast = await be.compile(MODULE, {});
+      // Loads sleep in the order they start: the first copy answers, three spares run on.
+      mock.resetLoadSleeps();
+      const program = new TextEncoder().encode(
+        "MOCKEXEC:module @h { func.func @main() } // mock.load_sleeps=10,800,800,800",
+      );
+      const t0 = performance.now();
+      const loaded = await be.deserialize(program, {});
+      expect(performance.now() - t0).toBeLessThan(600);
+      const destroyed = mock.calls(DESTROYS);
+      let settledAt = 0;
+      const settling = be.settleBackground().then(() => (settledAt = performance.now() - t0));
+      const outs = await be.run(fast, [f32([1, 2])], []);
+      expect(Array.from(outs[0]!.data as Float32Array)).toEqual([1, 2]);
+      const answeredAt = performance.now() - t0;
+      await settling;
+      expect(answeredAt).toBeLessThan(settledAt);
+      expect(settledAt).toBeGreaterThanOrEqual(750);
+      expect(mock.calls(DESTROYS) - destroyed).toBe(3);
+      loaded.dispose();
       fast.dispose();
     } finally {
       await be.dispose();

@@ -177,6 +177,11 @@ export class PjrtBackend implements AbstractBackend {
     await this.loader?.ready();
   }
 
+  /** Resolves once every spare copy of a hedged load has finished and been destroyed. */
+  async settleBackground(): Promise<void> {
+    await this.loader?.spareCopiesDone();
+  }
+
   /** What each loader thread reported when it opened the plugin. */
   get loaderReports(): readonly unknown[] {
     return this.loader?.openReports ?? [];

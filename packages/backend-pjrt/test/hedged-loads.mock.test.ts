@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { isXlaserveError } from "@xlaserve/core";
 import { type PjrtBackend, type PjrtBackendOptions, createPjrtBackend } from "../src/backend.ts";
 import { buildMock, mockControls } from "./support/build-mock.ts";
-import { LOADS, f32, outcome, text } from "./support/loads.ts";
+import { DESTROYS, LOADS, f32, outcome, text } from "./support/loads.ts";
 
 const SLOW_MS = 600;
 const FAST_MS = 30;
@@ -48,7 +48,7 @@ beforeAll(async () => {
 });
 
 describe("hedged loads (mock plugin)", () => {
-  test("a lone load runs as copies on the idle threads; the first loaded is kept, the others destroyed", async () => {
+  test("a lone load runs as copies on the idle threads; the first loaded is kept, the others destroyed as they finish", async () => {
     const backend = backendWith({ hedgeLoads: 3 });
     const own = mock.newestClient();
     await backend.loadersReady();
@@ -60,6 +60,13 @@ describe("hedged loads (mock plugin)", () => {
     // the fast copy answered; without copies the load takes SLOW_MS
     expect(ms).toBeLessThan(SLOW_MS / 2);
     expect(mock.calls(LOADS) - loads).toBe(4);
+    // settling waits for the three slow copies: finished and destroyed, the kept program left
+    // (its loaded executable and the executable it is read through)
+    const destroyed = mock.calls(DESTROYS);
+    await backend.settleBackground();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(SLOW_MS);
+    expect(mock.calls(DESTROYS) - destroyed).toBe(3);
+    expect(own.executables()).toBe(2);
     // the kept program runs
     const weight = await backend.upload(f32([1, 2]));
     const x = await backend.upload(f32([10, 20]));
@@ -67,9 +74,11 @@ describe("hedged loads (mock plugin)", () => {
     expect(Array.from((await backend.download(sum!)).data as Float32Array)).toEqual([11, 22]);
     for (const b of [x, weight, sum!, count!]) b.dispose();
     exe.dispose();
-    // the three slow copies are destroyed as they finish, before the backend is
-    for (let i = 0; i < 300 && own.executables() > 0; i++) await Bun.sleep(10);
     expect(own.executables()).toBe(0);
+    // with nothing running on the side, settling is immediate
+    const t1 = performance.now();
+    await backend.settleBackground();
+    expect(performance.now() - t1).toBeLessThan(FAST_MS);
     await backend.dispose();
   });
 

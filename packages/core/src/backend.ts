@@ -56,6 +56,14 @@ export interface AbstractBackend {
    */
   resetPeakMemory(device?: number): void;
 
+  /**
+   * Resolves once work the backend goes on with after answering a call has finished and freed
+   * what it held: the PJRT backend's spare copies of a hedged load. The memory probe awaits it
+   * before resetting the peak, so such work never lands in a model's measured scratch. Backends
+   * without such work leave it out.
+   */
+  settleBackground?(): Promise<void>;
+
   /** Releases the client and everything it still holds. Idempotent. */
   dispose(): Promise<void>;
 }

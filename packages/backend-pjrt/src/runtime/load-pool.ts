@@ -150,6 +150,19 @@ export class LoadPool {
   }
 
   /**
+   * Resolves once no copy of an answered load is still running: the losing copies have finished
+   * and what they loaded was discarded. A memory probe waits for this so that a spare copy's
+   * allocations never count in another model's peak.
+   */
+  async spareCopiesDone(): Promise<void> {
+    for (;;) {
+      const spares = [...this.threads].filter((t) => t.job?.answered).map((t) => t.done);
+      if (spares.length === 0) return;
+      await Promise.all(spares);
+    }
+  }
+
+  /**
    * Refuses new loads, rejects the waiting ones (DISPOSED), waits for the loads in flight to be
    * answered, then terminates the threads. The client must stay alive until this resolves: a
    * thread may be inside the plugin with it.

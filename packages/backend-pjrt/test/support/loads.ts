@@ -3,6 +3,8 @@ import { LAYOUT_0_113 } from "../../src/abi/slots.ts";
 
 /** The mock's call counter slot for program loads. */
 export const LOADS = LAYOUT_0_113.slots.indexOf("PJRT_Executable_DeserializeAndLoad");
+/** The mock's call counter slot for destroying a loaded program. */
+export const DESTROYS = LAYOUT_0_113.slots.indexOf("PJRT_LoadedExecutable_Destroy");
 
 export const text = (s: string) => new TextEncoder().encode(s);
 
