@@ -58,7 +58,14 @@ async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; 
   const op = msg.op as string;
   if (op === "init") {
     backend = await createFromSpec({ module: msg.module as string, export: msg.export as string, args: msg.args });
-    return { value: { name: backend.name, identity: backend.identity(), devices: backend.devices() } };
+    return {
+      value: {
+        name: backend.name,
+        identity: backend.identity(),
+        devices: backend.devices(),
+        settles: typeof backend.settleBackground === "function",
+      },
+    };
   }
   const be = backend;
   if (!be) throw new Error("the engine thread has no backend");

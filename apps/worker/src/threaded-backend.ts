@@ -95,7 +95,13 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private stats: MemoryStats = { inUseBytes: 0, peakBytes: 0, limitBytes: null };
-  private info: { name: BackendName; identity: BackendIdentity; devices: DeviceInfo[] } | null = null;
+  private info: {
+    name: BackendName;
+    identity: BackendIdentity;
+    devices: DeviceInfo[];
+    /** Whether the engine's backend has background work to settle (settleBackground). */
+    settles: boolean;
+  } | null = null;
   private closed = false;
   private failure: XlaserveError | null = null;
   /** Calls waiting for the batch in flight to come back: control calls or packed run calls. */
@@ -372,7 +378,7 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
 
   /** Waits for the engine's backend to finish what it does on its own (spare load copies). */
   async settleBackground(): Promise<void> {
-    await this.call("settleBackground");
+    if (this.info?.settles) await this.call("settleBackground");
   }
 
   resetPeakMemory(device?: number): void {
