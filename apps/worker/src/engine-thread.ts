@@ -236,13 +236,13 @@ self.onmessage = (event: MessageEvent) => {
 };
 
 /**
- * Compiles and program loads are answered on their own, when they finish, instead of holding the
- * calls behind them: a PJRT compile waits seconds on its child process and a load runs on the
- * backend's loader threads (and a probe's wait for spare load copies to finish runs past a load),
- * and meanwhile every other model's requests keep being served. Each
- * starts in its place in the order (so a later dispose or peak reset still follows it); compiles
- * run one at a time, since concurrent autotuning on one device measures each kernel under the
- * other's load and stacks their scratch memory.
+ * Compiles, program loads and waits for a load's spare copies are answered on their own, when
+ * they finish, instead of holding the calls behind them: a PJRT compile waits seconds on its child
+ * process, a load and its spare copies run on the backend's loader threads, and meanwhile every
+ * other model's requests keep being served. Each starts in its place in the order (so a later
+ * dispose or peak reset still follows it); compiles run one at a time, since concurrent
+ * autotuning on one device measures each kernel under the other's load and stacks their scratch
+ * memory.
  */
 const detachedOps = new Set(["compile", "deserialize", "settleBackground"]);
 let compiles: Promise<unknown> = Promise.resolve();
