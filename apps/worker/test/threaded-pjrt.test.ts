@@ -11,6 +11,10 @@ const f32 = (values: number[]): HostTensor => ({
 });
 const MODULE = { bytes: new TextEncoder().encode("module @m { func.func @main() }"), format: "text" as const };
 
+/** The PJRT backend hosted on an engine thread, created with these backend options. */
+const pjrtOnEngineThread = (args: Record<string, unknown>) =>
+  ThreadedBackend.create({ module: "@xlaserve/backend-pjrt", export: "createPjrtBackend", args });
+
 let path: string;
 let mock: ReturnType<typeof mockControls>;
 beforeAll(() => {
@@ -23,10 +27,11 @@ beforeAll(() => {
 describe("the PJRT backend on the engine thread (mock plugin)", () => {
   for (const eventWait of ["auto", "callback"] as const) {
     test(`loads, uploads weights together, runs requests concurrently (events: ${eventWait})`, async () => {
-      const be = await ThreadedBackend.create({
-        module: "@xlaserve/backend-pjrt",
-        export: "createPjrtBackend",
-        args: { pluginPath: path, isolateCompile: false, eventWait, pluginFileHash: "0123456789abcdef" },
+      const be = await pjrtOnEngineThread({
+        pluginPath: path,
+        isolateCompile: false,
+        eventWait,
+        pluginFileHash: "0123456789abcdef",
       });
       const own = mock.newestClient();
       try {
@@ -55,11 +60,7 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
   }
 
   test("a compile or a program load in progress holds up no other program's requests", async () => {
-    const be = await ThreadedBackend.create({
-      module: "@xlaserve/backend-pjrt",
-      export: "createPjrtBackend",
-      args: { pluginPath: path, isolateCompile: true, pluginFileHash: "0123456789abcdef" },
-    });
+    const be = await pjrtOnEngineThread({ pluginPath: path, isolateCompile: true, pluginFileHash: "0123456789abcdef" });
     try {
       const fast = await be.compile(MODULE, {});
       // The mock sleeps this long in compile (here in the compile child) and in every load.
@@ -94,11 +95,7 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
   }, 20_000);
 
   test("settling waits for a hedged load's spare copies on the engine thread, holding up no request", async () => {
-    const be = await ThreadedBackend.create({
-      module: "@xlaserve/backend-pjrt",
-      export: "createPjrtBackend",
-      args: { pluginPath: path, isolateCompile: false, loadThreads: 4, hedgeLoads: 3 },
-    });
+    const be = await pjrtOnEngineThread({ pluginPath: path, isolateCompile: false, loadThreads: 4, hedgeLoads: 3 });
     try {
       const fast = await be.compile(MODULE, {});
       // Loads sleep in the order they start: the first copy answers, three spares run on.
@@ -127,11 +124,7 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
   }, 20_000);
 
   test("disposing while a compile is still running fails that compile instead of leaving it waiting", async () => {
-    const be = await ThreadedBackend.create({
-      module: "@xlaserve/backend-pjrt",
-      export: "createPjrtBackend",
-      args: { pluginPath: path, isolateCompile: true, pluginFileHash: "0123456789abcdef" },
-    });
+    const be = await pjrtOnEngineThread({ pluginPath: path, isolateCompile: true, pluginFileHash: "0123456789abcdef" });
     const slowText = "module @slow { func.func @main() } // mock.sleep_ms=3000";
     const compiling = be.compile({ bytes: new TextEncoder().encode(slowText), format: "text" }, {});
     const settled = compiling.then(
@@ -147,11 +140,7 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
 
   test("a plugin that fails the gate fails creation with its own code", async () => {
     await expect(
-      ThreadedBackend.create({
-        module: "@xlaserve/backend-pjrt",
-        export: "createPjrtBackend",
-        args: { pluginPath: buildMock("wrong_major"), isolateCompile: false },
-      }),
+      pjrtOnEngineThread({ pluginPath: buildMock("wrong_major"), isolateCompile: false }),
     ).rejects.toMatchObject({ code: "PLUGIN_VERSION_MISMATCH" });
   });
 });

@@ -24,6 +24,21 @@ function backendWith(options: Partial<PjrtBackendOptions> = {}): PjrtBackend {
   return createPjrtBackend({ pluginPath: path, isolateCompile: false, loadThreads: 4, ...options });
 }
 
+/**
+ * A backend giving each load up to three extra copies, its loader threads ready; its own mock
+ * counts, and the plugin's load count before any of its loads.
+ */
+async function hedged(): Promise<{
+  backend: PjrtBackend;
+  own: ReturnType<ReturnType<typeof mockControls>["newestClient"]>;
+  loads: number;
+}> {
+  const backend = backendWith({ hedgeLoads: 3 });
+  const own = mock.newestClient();
+  await backend.loadersReady();
+  return { backend, own, loads: mock.calls(LOADS) };
+}
+
 /** Waits until the plugin has seen `n` more loads than `from`, or 3 s. */
 async function loadsStarted(from: number, n: number): Promise<number> {
   for (let i = 0; i < 300 && mock.calls(LOADS) - from < n; i++) await Bun.sleep(10);
@@ -49,10 +64,7 @@ beforeAll(async () => {
 
 describe("hedged loads (mock plugin)", () => {
   test("a lone load runs as copies on the idle threads; the first loaded is kept, the others destroyed as they finish", async () => {
-    const backend = backendWith({ hedgeLoads: 3 });
-    const own = mock.newestClient();
-    await backend.loadersReady();
-    const loads = mock.calls(LOADS);
+    const { backend, own, loads } = await hedged();
     mock.resetLoadSleeps();
     const t0 = performance.now();
     const exe = await backend.deserialize(secondFast, {});
@@ -109,9 +121,7 @@ describe("hedged loads (mock plugin)", () => {
   });
 
   test("loads asked for together each get a thread before any copy does", async () => {
-    const backend = backendWith({ hedgeLoads: 3 });
-    await backend.loadersReady();
-    const loads = mock.calls(LOADS);
+    const { backend, loads } = await hedged();
     mock.resetMaxConcurrentLoads();
     const exes = await Promise.all([1, 2, 3, 4].map(() => backend.deserialize(slow, {})));
     expect(mock.calls(LOADS) - loads).toBe(4);
@@ -124,10 +134,8 @@ describe("hedged loads (mock plugin)", () => {
   });
 
   test("a copy that fails does not fail the load while another copy may still load it", async () => {
-    const backend = backendWith({ hedgeLoads: 3 });
-    await backend.loadersReady();
+    const { backend, loads } = await hedged();
     const errors = mock.liveErrors();
-    const loads = mock.calls(LOADS);
     mock.resetLoadSleeps();
     const exe = await backend.deserialize(firstFails, {});
     expect(exe.outputCount).toBe(2);
@@ -138,11 +146,8 @@ describe("hedged loads (mock plugin)", () => {
   });
 
   test("a load fails once, with the error a single copy gives, when every copy failed", async () => {
-    const backend = backendWith({ hedgeLoads: 3 });
-    const own = mock.newestClient();
-    await backend.loadersReady();
+    const { backend, own, loads } = await hedged();
     const errors = mock.liveErrors();
-    const loads = mock.calls(LOADS);
     const failure = await outcome(backend.deserialize(allFail, {}));
     expect(isXlaserveError(failure, "PJRT_ERROR")).toBe(true);
     expect((failure as Error).message).toContain("this load's turn fails");
@@ -159,10 +164,7 @@ describe("hedged loads (mock plugin)", () => {
   });
 
   test("dispose while copies still run waits for them and destroys what they load", async () => {
-    const backend = backendWith({ hedgeLoads: 3 });
-    const own = mock.newestClient();
-    await backend.loadersReady();
-    const loads = mock.calls(LOADS);
+    const { backend, own, loads } = await hedged();
     const pending = outcome(backend.deserialize(slow, {}));
     expect(await loadsStarted(loads, 4)).toBe(4);
     await backend.dispose();

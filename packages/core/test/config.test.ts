@@ -116,29 +116,24 @@ describe("loadConfig", () => {
     for (const p of problems) expect(error.message).toContain(p.path);
   });
 
-  test("pjrt.loadThreads is an integer from 0 to 16, 4 by default", () => {
-    expect(loadConfig({ env: {} }).pjrt.loadThreads).toBe(4);
-    expect(loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: "0" } }).pjrt.loadThreads).toBe(0);
-    expect(loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: "16" } }).pjrt.loadThreads).toBe(16);
-    for (const bad of ["17", "-1"]) {
-      const error = configError(() => loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: bad } }));
-      expect(error.code).toBe("CONFIG_INVALID");
-      const problems = error.details.errors as { path: string; expected: string }[];
-      expect(problems).toMatchObject([{ path: "pjrt.loadThreads", expected: "an integer >= 0 and <= 16" }]);
-    }
-  });
-
-  test("pjrt.hedgeLoads is an integer from 0 to 15, 1 by default", () => {
-    expect(loadConfig({ env: {} }).pjrt.hedgeLoads).toBe(1);
-    expect(loadConfig({ env: { XLASERVE_PJRT__HEDGE_LOADS: "0" } }).pjrt.hedgeLoads).toBe(0);
-    expect(loadConfig({ env: { XLASERVE_PJRT__HEDGE_LOADS: "15" } }).pjrt.hedgeLoads).toBe(15);
-    for (const bad of ["16", "-1"]) {
-      const error = configError(() => loadConfig({ env: { XLASERVE_PJRT__HEDGE_LOADS: bad } }));
-      expect(error.code).toBe("CONFIG_INVALID");
-      const problems = error.details.errors as { path: string }[];
-      expect(problems).toMatchObject([{ path: "pjrt.hedgeLoads" }]);
-    }
-  });
+  for (const { key, env, fallback, max } of [
+    { key: "loadThreads", env: "XLASERVE_PJRT__LOAD_THREADS", fallback: 4, max: 16 },
+    { key: "hedgeLoads", env: "XLASERVE_PJRT__HEDGE_LOADS", fallback: 1, max: 15 },
+  ] as const) {
+    const path = `pjrt.${key}`;
+    test(`${path} is an integer from 0 to ${max}, ${fallback} by default`, () => {
+      const read = (e: Record<string, string>) => loadConfig({ env: e }).pjrt[key];
+      expect(read({})).toBe(fallback);
+      expect(read({ [env]: "0" })).toBe(0);
+      expect(read({ [env]: String(max) })).toBe(max);
+      for (const bad of [String(max + 1), "-1"]) {
+        const error = configError(() => loadConfig({ env: { [env]: bad } }));
+        expect(error.code).toBe("CONFIG_INVALID");
+        const problems = error.details.errors as { path: string; expected: string }[];
+        expect(problems).toMatchObject([{ path, expected: `an integer >= 0 and <= ${max}` }]);
+      }
+    });
+  }
 
   test("an integer setting given a fraction or an exponent is refused, not truncated", () => {
     for (const bad of ["1.5", "1e1"]) {
