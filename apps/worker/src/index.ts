@@ -8,6 +8,7 @@ import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
 import { ProgramCache } from "@xlaserve/cache";
 import type { Metrics, RunningServer } from "@xlaserve/server";
 import type { ServerInfo } from "@xlaserve/server/contract.ts";
+import { quietPort } from "./quiet-port.ts";
 import { formatBytes } from "./budget.ts";
 import { chooseEngine, createBackend } from "./engine.ts";
 import type { LoadedProgram, ProgramSource } from "./model.ts";
@@ -375,6 +376,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       registry.attachReplicaHost(null);
       const draining = registry.shutdown(); // refuses new work, waits for in-flight requests
       await draining;
+      await quietPort(server);
       await server.stop();
       cache?.close();
       await backend.dispose();

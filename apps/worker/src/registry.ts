@@ -150,6 +150,10 @@ export class ModelRegistry implements ModelRegistryView {
     });
   }
 
+  isShuttingDown(): boolean {
+    return this.draining;
+  }
+
   getModel(name: string, version?: string): ServedModel | undefined {
     if (version !== undefined && version !== "" && version !== "1") return undefined;
     return this.slots.get(name)?.current ?? undefined;

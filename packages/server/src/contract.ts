@@ -21,6 +21,11 @@ export interface ModelRegistryView {
   load(name: string): Promise<void>;
   /** Unloads a model after draining its in-flight requests. */
   unload(name: string): Promise<void>;
+  /**
+   * The worker is shutting down: a model it no longer serves is refused with 503 (try another
+   * worker) rather than 404 (no such model anywhere).
+   */
+  isShuttingDown?(): boolean;
 }
 
 export interface ServerInfo {

@@ -16,6 +16,8 @@ export interface RunningServer {
   /** http://host:port of the bound socket (the real port when 0 was asked for). */
   readonly url: string;
   readonly port: number;
+  /** Requests being answered now. */
+  readonly pendingRequests: number;
   /** Stops accepting connections; with `force`, also closes in-flight ones. */
   stop(force?: boolean): Promise<void>;
 }
@@ -30,6 +32,9 @@ export function startServer(app: ServerApp, options: ListenOptions): RunningServ
   return {
     url: `http://${host}:${port}`,
     port,
+    get pendingRequests() {
+      return server.pendingRequests;
+    },
     stop: async (force = false) => {
       await app.stop(force);
     },

@@ -21,9 +21,14 @@ export function serverMetadata(registry: ModelRegistryView) {
 }
 
 /** A model by name and optional version, or NOT_FOUND naming which part is unknown. */
-export function findModel(registry: Pick<ModelRegistryView, "getModel">, name: string, version?: string): ServedModel {
+export function findModel(
+  registry: Pick<ModelRegistryView, "getModel" | "isShuttingDown">,
+  name: string,
+  version?: string,
+): ServedModel {
   const model = registry.getModel(name, version);
   if (model) return model;
+  if (registry.isShuttingDown?.()) throw new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");
   if (version !== undefined && registry.getModel(name)) {
     throw new XlaserveError("NOT_FOUND", `model "${name}" has no version "${version}"`);
   }
