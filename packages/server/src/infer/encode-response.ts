@@ -108,8 +108,11 @@ function outputHead(name: string, dtype: DType): string {
 }
 
 /**
- * Elements as JSON text. Non-finite floats come out as NaN / Infinity / -Infinity, the literals
- * Python's json (tritonclient, KServe's client) reads back; a strict parser needs binary output.
+ * Elements as JSON text. Non-finite floats come out as the strings "NaN", "Infinity" and
+ * "-Infinity": JSON has no literal for them, and the bare words Python's json.dumps writes make
+ * the answer unreadable to every strict parser (JSON.parse, Go, Java). The decoder takes the same
+ * strings (and Python's literals) as float input, and numpy turns them back into floats
+ * (np.array(data, dtype=np.float32)); binary output keeps every bit, NaN payloads included.
  */
 export function dataToJson(tensor: HostTensor): string {
   const data = tensor.data;
@@ -122,10 +125,13 @@ export function dataToJson(tensor: HostTensor): string {
     case "f16":
     case "bf16": {
       const toNumber = tensor.dtype === "f16" ? f16BitsToNumber : bf16BitsToNumber;
-      const parts = new Array<number>(data.length);
-      for (let i = 0; i < data.length; i++) parts[i] = toNumber(data[i] as number);
+      const parts = new Array<string>(data.length);
+      for (let i = 0; i < data.length; i++) parts[i] = floatText(toNumber(data[i] as number));
       return parts.join(",");
     }
+    case "f32":
+    case "f64":
+      return joinFloats(data as ArrayLike<number>);
     default:
       return joinNumbers(data as ArrayLike<number | bigint>);
   }
@@ -133,7 +139,7 @@ export function dataToJson(tensor: HostTensor): string {
 
 /**
  * Same text as Array.prototype.join(",") on a typed array (ToString of each element: exact for
- * every integer width, NaN / Infinity as such), but a plain loop: about half the time of the
+ * every integer width), but a plain loop: about half the time of the
  * generic join for the short outputs of a small model, and the string it builds costs the
  * Response constructor less to flatten (bench/http.bench.ts --target http-only).
  */
@@ -141,5 +147,23 @@ function joinNumbers(data: ArrayLike<number | bigint>): string {
   if (data.length === 0) return "";
   let out = `${data[0]}`;
   for (let i = 1; i < data.length; i++) out += `,${data[i]}`;
+  return out;
+}
+
+/** One float as JSON: the shortest round-trip number, or the quoted name of a non-finite value. */
+function floatText(v: number): string {
+  // v - v is 0 for every finite v and NaN for NaN and both infinities.
+  if (v - v === 0) return `${v}`;
+  return Number.isNaN(v) ? '"NaN"' : v > 0 ? '"Infinity"' : '"-Infinity"';
+}
+
+/** joinNumbers for FP32 / FP64, with non-finite values quoted (see dataToJson). */
+function joinFloats(data: ArrayLike<number>): string {
+  if (data.length === 0) return "";
+  let out = floatText(data[0] as number);
+  for (let i = 1; i < data.length; i++) {
+    const v = data[i] as number;
+    out += v - v === 0 ? `,${v}` : `,${floatText(v)}`;
+  }
   return out;
 }

@@ -43,9 +43,9 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
   return { status: response.status, headers: response.headers, body: text ? parseLenient(text) : undefined };
 }
 
-/** JSON.parse that also reads the NaN / Infinity literals the server writes for non-finite floats. */
+/** JSON.parse that turns the "NaN" / "Infinity" / "-Infinity" strings the server writes for non-finite floats into numbers. */
 export function parseLenient(text: string): Json {
-  return JSON.parse(text.replace(/(?<=[[,])(-?Infinity|NaN)(?=[\],])/g, '"$1"'), (_k, v) =>
+  return JSON.parse(text, (_k, v) =>
     v === "NaN"
       ? Number.NaN
       : v === "Infinity"
