@@ -161,7 +161,7 @@ const bareSummary = summary(figures.bare);
 const xlaSummary = summary(figures.xlaserve);
 result.figure("target", target.kind);
 result.figure("dynamicBatching", args["dynamic-batching"] === true);
-// Inline runs of short programs on the HTTP thread (apps/worker/src/inline-runs.ts): the env override, if any.
+// Inline runs of short programs on the HTTP thread (apps/worker/src/inline/inline-runs.ts): the env override, if any.
 result.figure("inlineMaxUs", process.env.XLASERVE_INLINE_MAX_US ?? "default");
 result.figure("model", "mlp");
 result.figure("request", { bytes: requestBody.length, shape: [1, 64], datatype: "FP32" });

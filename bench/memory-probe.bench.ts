@@ -19,7 +19,7 @@ import { createLogger, zeros } from "@xlaserve/core";
 import { createPjrtBackend } from "../packages/backend-pjrt/src/index.ts";
 import { createReactantBackend } from "../packages/backend-reactant/src/index.ts";
 import { type StartedWorker, startWorker } from "../apps/worker/src/index.ts";
-import type { RuntimeModel } from "../apps/worker/src/model.ts";
+import type { RuntimeModel } from "../apps/worker/src/model/runtime-model.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

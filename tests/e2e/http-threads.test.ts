@@ -1,5 +1,5 @@
 /**
- * Several HTTP threads on one port (config server.httpThreads, apps/worker/src/front/): over real
+ * Several HTTP threads on one port (config server.httpThreads, apps/worker/src/http-threads/): over real
  * HTTP on the real CPU engine, with a fresh connection per request so the kernel spreads them over
  * every thread. Each thread answers the MLP itself once it runs inline, with the engine thread's
  * bytes; every other request is relayed to the main thread and answered as it would be there;
@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { HostTensor } from "@xlaserve/core";
 import type { StartedWorker } from "../../apps/worker/src/index.ts";
 import { startCpuWorker } from "./cpu-worker.ts";
-import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model.ts";
+import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model/runtime-model.ts";
 import {
   type TempRepo,
   collectLogs,

@@ -1,5 +1,5 @@
 /**
- * Inline runs over real HTTP on the real CPU engine (apps/worker/src/inline-runs.ts): once the
+ * Inline runs over real HTTP on the real CPU engine (apps/worker/src/inline/inline-runs.ts): once the
  * MLP has answered enough requests its programs run on the HTTP thread, and every answer, JSON
  * and binary, is the same bytes as the engine thread gave before; the CNN, far over the
  * threshold, stays on the engine thread.
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
 import type { StartedWorker } from "../../apps/worker/src/index.ts";
 import { startCpuWorker } from "./cpu-worker.ts";
-import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model.ts";
+import { INLINE_AFTER_REQUESTS } from "../../apps/worker/src/model/runtime-model.ts";
 import { type TempRepo, collectLogs, f32BinaryBody, f32JsonBody, makeRepo, readReference, waitFor } from "./helpers.ts";
 
 let repo: TempRepo;

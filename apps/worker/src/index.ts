@@ -8,24 +8,24 @@ import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
 import { ProgramCache } from "@xlaserve/cache";
 import type { Metrics, RunningServer } from "@xlaserve/server";
 import type { ServerInfo } from "@xlaserve/server/contract.ts";
-import { quietPort } from "./quiet-port.ts";
-import { formatBytes } from "./budget.ts";
-import { chooseEngine, createBackend } from "./engine.ts";
-import type { LoadedProgram, ProgramSource } from "./model.ts";
-import type { ProbeFigureStore } from "./probe-figures.ts";
-import { FrontPool } from "./front/front-pool.ts";
-import { isInlineHost } from "./inline-runs.ts";
-import { ModelRegistry } from "./registry.ts";
-import { ThreadedBackend } from "./threaded-backend.ts";
-import type { HttpModules } from "./http-modules.ts";
-import { StartupClock } from "./startup-clock.ts";
-import { RepositoryWatcher } from "./watcher.ts";
+import { quietPort } from "./http/quiet-port.ts";
+import { formatBytes } from "./memory/budget.ts";
+import { chooseEngine, createBackend } from "./engine/create-backend.ts";
+import type { LoadedProgram, ProgramSource } from "./model/runtime-model.ts";
+import type { ProbeFigureStore } from "./memory/probe-figures.ts";
+import { FrontPool } from "./http-threads/front-pool.ts";
+import { isInlineHost } from "./inline/inline-runs.ts";
+import { ModelRegistry } from "./repository/registry.ts";
+import { ThreadedBackend } from "./engine-thread/threaded-backend.ts";
+import type { HttpModules } from "./http/http-modules.ts";
+import { StartupClock } from "./start/startup-clock.ts";
+import { RepositoryWatcher } from "./repository/watcher.ts";
 
-export { ModelRegistry } from "./registry.ts";
-export { RuntimeModel, type ProgramSource, type LoadedProgram, type ProbeResult } from "./model.ts";
-export { RepositoryWatcher } from "./watcher.ts";
-export { WeightManager } from "./weights.ts";
-export { computeWeightBudget, type WeightBudget, type Residency } from "./budget.ts";
+export { ModelRegistry } from "./repository/registry.ts";
+export { RuntimeModel, type ProgramSource, type LoadedProgram, type ProbeResult } from "./model/runtime-model.ts";
+export { RepositoryWatcher } from "./repository/watcher.ts";
+export { WeightManager } from "./memory/weights.ts";
+export { computeWeightBudget, type WeightBudget, type Residency } from "./memory/budget.ts";
 
 export const WORKER_VERSION = "0.1.0";
 
@@ -51,7 +51,7 @@ export interface WorkerOverrides {
   readonly engineThread?: boolean;
   /**
    * Programs whose measured run takes at most this many microseconds run on the HTTP thread
-   * instead of the engine thread (apps/worker/src/inline-runs.ts). Default XLASERVE_INLINE_MAX_US
+   * instead of the engine thread (apps/worker/src/inline/inline-runs.ts). Default XLASERVE_INLINE_MAX_US
    * or INLINE_MAX_US_DEFAULT; 0 turns it off.
    */
   readonly inlineMaxUs?: number;
@@ -111,7 +111,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   const startup = new StartupClock();
   // The HTTP side (Elysia, the OpenAPI plugin, prom-client) is imported now and awaited only once
   // the models are loaded: parsing it overlaps the engine's start on its own thread.
-  const http = import("./http-modules.ts");
+  const http = import("./http/http-modules.ts");
   const config = resolveWorkerConfig(overrides);
   const logger = overrides.logger ?? createLogger({ level: config.log.level, format: config.log.format });
   const log = logger.child({ component: "worker" });

@@ -8,10 +8,10 @@ import { compileOptionsOf, createLogger, elementCount, isXlaserveError, kserveNa
 import { loadBundle } from "@xlaserve/core/bundle/load.ts";
 import { cacheLs, cachePrune, cacheVerify, precompileRepository } from "@xlaserve/cache";
 import { parseByteSize } from "@xlaserve/cache/cli/out.ts";
-import { formatBytes } from "./budget.ts";
-import { chooseEngine, createBackend } from "./engine.ts";
+import { formatBytes } from "./memory/budget.ts";
+import { chooseEngine, createBackend } from "./engine/create-backend.ts";
 import { type WorkerOverrides, resolveWorkerConfig, startWorker } from "./index.ts";
-import type { RuntimeModel } from "./model.ts";
+import type { RuntimeModel } from "./model/runtime-model.ts";
 
 export const HELP = `xlaserve: an inference worker for XLA-compiled models (KServe v2 / Open Inference Protocol)
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
-import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceAxis, sliceRange } from "../src/batching.ts";
+import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceAxis, sliceRange } from "../src/model/batch-rows.ts";
 
 const t = (shape: number[], start = 0): HostTensor => ({
   dtype: "f32",

@@ -5,9 +5,9 @@
  */
 import { type HostTensor, tensorBytes } from "@xlaserve/core";
 import { type TempRepo, collectLogs, makeRepo } from "../../../tests/e2e/helpers.ts";
-import type { LoadedProgram, ProgramSource } from "../src/model.ts";
-import { ModelRegistry } from "../src/registry.ts";
-import { ThreadedBackend } from "../src/threaded-backend.ts";
+import type { LoadedProgram, ProgramSource } from "../src/model/runtime-model.ts";
+import { ModelRegistry } from "../src/repository/registry.ts";
+import { ThreadedBackend } from "../src/engine-thread/threaded-backend.ts";
 
 const created: { backend: ThreadedBackend; repo: TempRepo }[] = [];
 

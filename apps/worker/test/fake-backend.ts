@@ -18,7 +18,7 @@ import {
   parseMainSignature,
 } from "@xlaserve/core";
 import type { Bundle, BundleModule } from "@xlaserve/core/bundle/types.ts";
-import type { LoadedProgram, ProgramSource } from "../src/model.ts";
+import type { LoadedProgram, ProgramSource } from "../src/model/runtime-model.ts";
 
 class FakeBuffer implements DeviceBuffer {
   disposed = false;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
-import { copyTensorsYielding } from "../src/host-copy.ts";
+import { copyTensorsYielding } from "../src/memory/host-copy.ts";
 
 const bytesOf = (t: HostTensor) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
 

@@ -8,8 +8,8 @@ import {
 } from "@xlaserve/core";
 import { readReference, waitFor } from "../../../tests/e2e/helpers.ts";
 import { cpuRegistry, disposeCpuRegistries, rowsOf, bytesOf } from "./cpu-registry.ts";
-import { type InlineCandidate, InlineRuns, settledNow } from "../src/inline-runs.ts";
-import { INLINE_AFTER_REQUESTS } from "../src/model.ts";
+import { type InlineCandidate, InlineRuns, settledNow } from "../src/inline/inline-runs.ts";
+import { INLINE_AFTER_REQUESTS } from "../src/model/runtime-model.ts";
 
 afterEach(disposeCpuRegistries);
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConcurrencyLimiter } from "../src/limiter.ts";
+import { ConcurrencyLimiter } from "../src/scheduler/concurrency-limiter.ts";
 
 /** Settles to "resolved", "rejected: <code>" or "pending" after the microtasks have run. */
 async function stateOf(p: Promise<void>): Promise<string> {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ProbeResult } from "@xlaserve/core/engine/select.ts";
-import { memoizedProbe } from "../src/probe-memo.ts";
+import { memoizedProbe } from "../src/engine/probe-memo.ts";
 
 test("a plugin file that passed the probe is not probed again until it or the bindings change", async () => {
   const dir = mkdtempSync(join(tmpdir(), "xlaserve-probe-memo-"));

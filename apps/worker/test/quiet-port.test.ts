@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { startWorker } from "../src/index.ts";
-import { quietPort } from "../src/quiet-port.ts";
+import { quietPort } from "../src/http/quiet-port.ts";
 import { type TempRepo, collectLogs, inferJson, makeRepo, readReference } from "../../../tests/e2e/helpers.ts";
 import { FakeBackend, fakePrograms } from "./fake-backend.ts";
 

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Executable, HostTensor } from "@xlaserve/core";
-import type { ProgramSource } from "../src/model.ts";
-import { type RegistryOptions, ModelRegistry } from "../src/registry.ts";
-import { RepositoryWatcher } from "../src/watcher.ts";
+import type { ProgramSource } from "../src/model/runtime-model.ts";
+import { type RegistryOptions, ModelRegistry } from "../src/repository/registry.ts";
+import { RepositoryWatcher } from "../src/repository/watcher.ts";
 import {
   type TempRepo,
   collectLogs,

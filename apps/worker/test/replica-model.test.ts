@@ -1,15 +1,15 @@
 /**
- * A model's replica for the worker's other HTTP threads (front/replica-model.ts), on the real CPU
+ * A model's replica for the worker's other HTTP threads (http-threads/replica-model.ts), on the real CPU
  * engine: built from the registry model's spec it gives the engine thread's bytes at every batch
  * size, refuses a program whose answer differs, holds on while pinned, and reports its statistics.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import type { AbstractBackend, HostTensor } from "@xlaserve/core";
 import { readReference } from "../../../tests/e2e/helpers.ts";
-import { createFromSpec } from "../src/backend-factory.ts";
-import type { ReplicaSpec } from "../src/front/protocol.ts";
-import { ReplicaModel } from "../src/front/replica-model.ts";
-import { REPLICA_MAX_FACTOR } from "../src/model.ts";
+import { createFromSpec } from "../src/engine/backend-spec.ts";
+import type { ReplicaSpec } from "../src/http-threads/protocol.ts";
+import { ReplicaModel } from "../src/http-threads/replica-model.ts";
+import { REPLICA_MAX_FACTOR } from "../src/model/runtime-model.ts";
 import { cpuRegistry, disposeCpuRegistries, rowsOf, bytesOf } from "./cpu-registry.ts";
 
 let twin: AbstractBackend | null = null;

@@ -7,7 +7,7 @@ import {
   encodeRunReplies,
   isRunCalls,
   isRunReplies,
-} from "../src/run-wire.ts";
+} from "../src/engine-thread/run-wire.ts";
 
 /** A tensor of every dtype with distinct bytes, including odd byte lengths. */
 function sample(dtype: (typeof DTYPES)[number], shape: number[]): HostTensor {

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { type HostTensor, uploadAll } from "@xlaserve/core";
 import { buildMock, mockControls } from "../../../packages/backend-pjrt/test/support/build-mock.ts";
 import { DESTROYS } from "../../../packages/backend-pjrt/test/support/loads.ts";
-import { ThreadedBackend } from "../src/threaded-backend.ts";
+import { ThreadedBackend } from "../src/engine-thread/threaded-backend.ts";
 
 const f32 = (values: number[]): HostTensor => ({
   dtype: "f32",

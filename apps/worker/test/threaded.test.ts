@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
 import type { HostTensor } from "@xlaserve/core";
-import type { LoadedProgram, ProgramSource } from "../src/model.ts";
-import { ModelRegistry } from "../src/registry.ts";
-import { ThreadedBackend } from "../src/threaded-backend.ts";
+import type { LoadedProgram, ProgramSource } from "../src/model/runtime-model.ts";
+import { ModelRegistry } from "../src/repository/registry.ts";
+import { ThreadedBackend } from "../src/engine-thread/threaded-backend.ts";
 import { type TempRepo, collectLogs, makeRepo, readReference } from "../../../tests/e2e/helpers.ts";
 
 let repo: TempRepo | null = null;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "@xlaserve/core";
-import { computeWeightBudget } from "../src/budget.ts";
-import { WeightManager, type WeightOwner } from "../src/weights.ts";
+import { computeWeightBudget } from "../src/memory/budget.ts";
+import { WeightManager, type WeightOwner } from "../src/memory/weights.ts";
 import { FakeBackend } from "./fake-backend.ts";
 
 const quiet = createLogger({ level: "silent" });

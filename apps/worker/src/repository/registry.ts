@@ -14,14 +14,20 @@ import type {
   ServedModel,
   ServerInfo,
 } from "@xlaserve/server/contract.ts";
-import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "./budget.ts";
-import type { ReplicaSpec } from "./front/protocol.ts";
-import { copyTensorsYielding } from "./host-copy.ts";
-import { isInlineHost } from "./inline-runs.ts";
-import { DeviceLock } from "./limiter.ts";
-import { type LoadedProgram, type ProbeResult, type ProgramSource, RuntimeModel, type RuntimeHooks } from "./model.ts";
-import { type ProbeFigureStore, storeFigures, storedFigures } from "./probe-figures.ts";
-import { WeightManager } from "./weights.ts";
+import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "../memory/budget.ts";
+import type { ReplicaSpec } from "../http-threads/protocol.ts";
+import { copyTensorsYielding } from "../memory/host-copy.ts";
+import { isInlineHost } from "../inline/inline-runs.ts";
+import { DeviceLock } from "../scheduler/concurrency-limiter.ts";
+import {
+  type LoadedProgram,
+  type ProbeResult,
+  type ProgramSource,
+  RuntimeModel,
+  type RuntimeHooks,
+} from "../model/runtime-model.ts";
+import { type ProbeFigureStore, storeFigures, storedFigures } from "../memory/probe-figures.ts";
+import { WeightManager } from "../memory/weights.ts";
 
 /** Where models that run inline are replicated (the worker's other HTTP threads). */
 export interface ReplicaHost {
@@ -648,7 +654,7 @@ export class ModelRegistry implements ModelRegistryView {
   }
 
   /**
-   * The worker's other HTTP threads (front/front-pool.ts): each model is offered to them once its
+   * The worker's other HTTP threads (http-threads/front-pool.ts): each model is offered to them once its
    * programs were timed for inline runs (RuntimeModel.replicaSpec decides whether it qualifies),
    * and taken back when retired.
    */

@@ -1,6 +1,6 @@
 import { type HostTensor, XlaserveError, allocTyped, dtypeSize, elementCount } from "@xlaserve/core";
-import { dropAborted, shiftLive } from "./aborted-waiters.ts";
-import { IdleSignal } from "./idle-signal.ts";
+import { dropAborted, shiftLive } from "../scheduler/aborted-waiters.ts";
+import { IdleSignal } from "../scheduler/idle-signal.ts";
 
 /** The smallest compiled size that holds `batch`, or undefined when none does. */
 export function chooseBatchSize(compiled: readonly number[], batch: number): number | undefined {

@@ -6,7 +6,7 @@
  */
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
 import { isXlaserveError, uploadAll, viewTyped } from "@xlaserve/core";
-import { createFromSpec } from "./backend-factory.ts";
+import { createFromSpec } from "../engine/backend-spec.ts";
 import { type RunCall, type RunReply, decodeRunCalls, encodeRunReplies, isRunCalls, transferFor } from "./run-wire.ts";
 
 declare const self: Worker;

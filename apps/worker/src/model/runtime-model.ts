@@ -2,13 +2,13 @@ import type { AbstractBackend, DeviceBuffer, Executable, HostTensor, Logger, Mem
 import { XlaserveError, uploadAll, zeros } from "@xlaserve/core";
 import type { Bundle, BundleModule, TensorSpec } from "@xlaserve/core/bundle/types.ts";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
-import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceRange } from "./batching.ts";
-import type { Residency } from "./budget.ts";
-import { type InlineCandidate, InlineRuns, type InlineVerdict, isInlineHost } from "./inline-runs.ts";
-import { ConcurrencyLimiter, type DeviceLock } from "./limiter.ts";
-import type { ReplicaProgram, ReplicaSpec } from "./front/protocol.ts";
-import { addStats, copyStats, zeroStats } from "./model-stats.ts";
-import type { WeightManager, WeightOwner } from "./weights.ts";
+import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceRange } from "./batch-rows.ts";
+import type { Residency } from "../memory/budget.ts";
+import { type InlineCandidate, InlineRuns, type InlineVerdict, isInlineHost } from "../inline/inline-runs.ts";
+import { ConcurrencyLimiter, type DeviceLock } from "../scheduler/concurrency-limiter.ts";
+import type { ReplicaProgram, ReplicaSpec } from "../http-threads/protocol.ts";
+import { addStats, copyStats, zeroStats } from "./stats.ts";
+import type { WeightManager, WeightOwner } from "../memory/weights.ts";
 
 export type CacheOutcome = "hit" | "miss" | "recompiled" | "uncached";
 
@@ -758,7 +758,7 @@ export class RuntimeModel implements ServedModel {
   }
 
   /**
-   * What another HTTP thread needs to run this model itself (front/replica-model.ts): each
+   * What another HTTP thread needs to run this model itself (http-threads/replica-model.ts): each
    * program serialized once, with the batch sizes it serves and the engine thread's answer for
    * zero inputs, and the weights. Null for a model with input-shape variants (a replica takes
    * every request that reaches its thread), for one not timed yet (prepareInline), and for one

@@ -1,6 +1,6 @@
 import type { HostTensor, LogLevel } from "@xlaserve/core";
 import type { ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
-import type { BackendSpec } from "../backend-factory.ts";
+import type { BackendSpec } from "../engine/backend-spec.ts";
 
 /**
  * Messages between the main thread and the worker's extra HTTP threads (front-thread.ts). Each

@@ -1,9 +1,9 @@
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor, TensorSpec } from "@xlaserve/core";
 import { XlaserveError } from "@xlaserve/core";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
-import { chooseBatchSize, padAxis, sliceRange } from "../batching.ts";
-import { runSync, sameBytes } from "../inline-runs.ts";
-import { zeroStats } from "../model-stats.ts";
+import { chooseBatchSize, padAxis, sliceRange } from "../model/batch-rows.ts";
+import { runSync, sameBytes } from "../inline/inline-runs.ts";
+import { zeroStats } from "../model/stats.ts";
 import type { ReplicaSpec } from "./protocol.ts";
 
 /**

@@ -11,8 +11,8 @@ import type {
   ModuleSource,
 } from "@xlaserve/core";
 import { XlaserveError, viewTyped } from "@xlaserve/core";
-import { type BackendSpec, createFromSpec } from "./backend-factory.ts";
-import type { InlineHost } from "./inline-runs.ts";
+import { type BackendSpec, createFromSpec } from "../engine/backend-spec.ts";
+import type { InlineHost } from "../inline/inline-runs.ts";
 import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies, transferFor } from "./run-wire.ts";
 
 interface Reply {
@@ -80,7 +80,7 @@ class ThreadExecutable implements Executable {
 }
 
 /**
- * An AbstractBackend whose engine runs on its own thread (a Bun Worker hosting engine-thread.ts):
+ * An AbstractBackend whose engine runs on its own thread (a Bun Worker hosting engine-thread/thread.ts):
  * the CPU engine computes in JavaScript and native BLAS, and PJRT's execute call launches kernels
  * on the calling thread; on the HTTP event loop either would stall every other request. Calls are forwarded in order; buffers and programs are handles.
  * memoryStats() is synchronous in the interface, so it returns the figures the engine reported
@@ -111,7 +111,7 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
   private inFlight = false;
 
   private constructor() {
-    this.worker = new Worker(new URL("./engine-thread.ts", import.meta.url).href);
+    this.worker = new Worker(new URL("./thread.ts", import.meta.url).href);
     this.worker.onmessage = (event: MessageEvent) => {
       if (isRunReplies(event.data)) {
         const { replies, stats } = decodeRunReplies(event.data);
@@ -128,7 +128,7 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
         return;
       }
       if ((event.data as { detached?: Reply }).detached) {
-        // A compile or load answered on its own (engine-thread.ts): the batch it came in has
+        // A compile or load answered on its own (engine-thread/thread.ts): the batch it came in has
         // already been answered, so the flow of batches is not touched.
         const { detached, stats } = event.data as { detached: Reply; stats: MemoryStats | null };
         if (stats) this.stats = stats;
@@ -395,7 +395,7 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
     }
     this.closed = true;
     this.worker.terminate();
-    // A compile or load answered on its own (engine-thread.ts) may still have been running: its
+    // A compile or load answered on its own (engine-thread/thread.ts) may still have been running: its
     // answer will never come now, and a caller waiting on it must not wait forever.
     const gone = new XlaserveError("DISPOSED", "the backend was disposed while this call was in progress");
     for (const p of this.pending.values()) p.reject(gone);

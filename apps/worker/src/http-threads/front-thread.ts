@@ -9,7 +9,7 @@ import { asXlaserveError, createLogger } from "@xlaserve/core";
 import { InferService } from "@xlaserve/server";
 import { INFER_PATH, INFER_VERSION_PATH } from "@xlaserve/server/infer/controller.ts";
 import type { BunRequest, Server } from "bun";
-import { createFromSpec } from "../backend-factory.ts";
+import { createFromSpec } from "../engine/backend-spec.ts";
 import type { FrontInit, FromFront, InferTarget, RequestTally, StatsDelta, ToFront } from "./protocol.ts";
 import { ReplicaModel } from "./replica-model.ts";
 

@@ -1,4 +1,4 @@
-import type { ProbedProgram, RuntimeModel } from "./model.ts";
+import type { ProbedProgram, RuntimeModel } from "../model/runtime-model.ts";
 
 /**
  * Where the memory probe's figures persist between starts (the program cache's index). Keys name a

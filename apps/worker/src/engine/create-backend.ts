@@ -8,7 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FileMemo } from "./file-memo.ts";
 import { memoizedProbe } from "./probe-memo.ts";
-import { ThreadedBackend } from "./threaded-backend.ts";
+import { ThreadedBackend } from "../engine-thread/threaded-backend.ts";
 
 /**
  * Engine selection (engine = auto | pjrt | reactant) and the backend it names. The backend packages
