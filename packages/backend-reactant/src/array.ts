@@ -1,7 +1,8 @@
 /**
  * The engine's in-memory array: what every kernel takes and returns.
  *
- * Kernel authors read this first. Conventions:
+ * Kernel authors read this first. `NDArray` and the storage of each element type are the
+ * program model's (@xlaserve/stablehlo, elements.ts), re-exported here. Conventions:
  * - `NDArray` is dense and row-major (last axis fastest); `shape` is never aliased between
  *   arrays, so kernels may keep it. A rank-0 array has shape [] and one element.
  * - Storage per element type (the `data` field):
@@ -18,47 +19,9 @@
  * - Kernels never mutate their inputs (the plan may share constants and weights between calls)
  *   unless the plan hands them an output buffer explicitly.
  */
-import type { HostTypedArray } from "@xlaserve/core";
+import type { ElemType, NDArray, TypedArray } from "@xlaserve/stablehlo/elements.ts";
 
-export const ELEM_TYPES = [
-  "i1",
-  "i2",
-  "i4",
-  "i8",
-  "i16",
-  "i32",
-  "i64",
-  "ui2",
-  "ui4",
-  "ui8",
-  "ui16",
-  "ui32",
-  "ui64",
-  "f8E4M3FN",
-  "f8E5M2",
-  "f8E4M3FNUZ",
-  "f8E5M2FNUZ",
-  "f8E4M3B11FNUZ",
-  "f8E4M3",
-  "f8E3M4",
-  "f16",
-  "bf16",
-  "f32",
-  "f64",
-  "c64",
-  "c128",
-] as const;
-
-export type ElemType = (typeof ELEM_TYPES)[number];
-
-/** Core's host storage types: tensors cross between the server and the engine without copies. */
-export type TypedArray = HostTypedArray;
-
-export interface NDArray {
-  readonly type: ElemType;
-  readonly shape: number[];
-  readonly data: TypedArray;
-}
+export * from "@xlaserve/stablehlo/elements.ts";
 
 /**
  * One element as a region (reducer / comparator / map body) sees it: a JS number for every
@@ -98,172 +61,8 @@ export interface RegionInfo {
   readonly reducer: ReducerKind;
 }
 
-export function isComplexType(type: ElemType): boolean {
-  return type === "c64" || type === "c128";
-}
-
-export function isFloatType(type: ElemType): boolean {
-  return type === "f16" || type === "bf16" || type === "f32" || type === "f64" || type.startsWith("f8");
-}
-
-export function isSignedIntType(type: ElemType): boolean {
-  return type === "i2" || type === "i4" || type === "i8" || type === "i16" || type === "i32" || type === "i64";
-}
-
-export function isUnsignedIntType(type: ElemType): boolean {
-  return type === "ui2" || type === "ui4" || type === "ui8" || type === "ui16" || type === "ui32" || type === "ui64";
-}
-
-export function isIntegerType(type: ElemType): boolean {
-  return isSignedIntType(type) || isUnsignedIntType(type);
-}
-
-/** i64 / ui64: the types stored as BigInt. */
-export function isBigIntType(type: ElemType): boolean {
-  return type === "i64" || type === "ui64";
-}
-
-/** Bit width of one element (complex: the whole pair). */
-export function bitWidth(type: ElemType): number {
-  switch (type) {
-    case "i1":
-      return 1;
-    case "i2":
-    case "ui2":
-      return 2;
-    case "i4":
-    case "ui4":
-      return 4;
-    case "i8":
-    case "ui8":
-      return 8;
-    case "i16":
-    case "ui16":
-    case "f16":
-    case "bf16":
-      return 16;
-    case "i32":
-    case "ui32":
-    case "f32":
-      return 32;
-    case "i64":
-    case "ui64":
-    case "f64":
-    case "c64":
-      return 64;
-    case "c128":
-      return 128;
-    default:
-      return 8; // every f8 variant
-  }
-}
-
-/** Number of typed-array slots one element occupies (2 for complex). */
-export function slotsPerElement(type: ElemType): number {
-  return isComplexType(type) ? 2 : 1;
-}
-
-/** Bytes one element takes in host storage (sub-byte ints take a byte). */
-export function storageBytes(type: ElemType): number {
-  switch (type) {
-    case "c64":
-      return 8;
-    case "c128":
-      return 16;
-    case "i1":
-    case "i2":
-    case "ui2":
-    case "i4":
-    case "ui4":
-      return 1;
-    default:
-      return bitWidth(type) / 8;
-  }
-}
-
-export function elementCount(shape: readonly number[]): number {
-  let n = 1;
-  for (const d of shape) n *= d;
-  return n;
-}
-
-export function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let d = 0; d < a.length; d++) if (a[d] !== b[d]) return false;
-  return true;
-}
-
-/** Row-major strides in elements (not slots): strides[i] = product of shape[i+1..]. */
-export function strides(shape: readonly number[]): number[] {
-  const out = new Array<number>(shape.length);
-  let s = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    out[i] = s;
-    s *= shape[i] as number;
-  }
-  return out;
-}
-
 /**
  * Storage for a kernel's output (a plan's pool, or allocData). Its contents may be arbitrary:
  * a kernel taking it writes every element.
  */
 export type DataAlloc = (type: ElemType, count: number) => TypedArray;
-
-/** A zero-filled typed array for `count` elements of `type`. */
-export function allocData(type: ElemType, count: number): TypedArray {
-  switch (type) {
-    case "i1":
-    case "ui2":
-    case "ui4":
-    case "ui8":
-      return new Uint8Array(count);
-    case "i2":
-    case "i4":
-    case "i8":
-      return new Int8Array(count);
-    case "i16":
-      return new Int16Array(count);
-    case "ui16":
-    case "f16":
-    case "bf16":
-      return new Uint16Array(count);
-    case "i32":
-      return new Int32Array(count);
-    case "ui32":
-      return new Uint32Array(count);
-    case "i64":
-      return new BigInt64Array(count);
-    case "ui64":
-      return new BigUint64Array(count);
-    case "f32":
-      return new Float32Array(count);
-    case "f64":
-      return new Float64Array(count);
-    case "c64":
-      return new Float32Array(2 * count);
-    case "c128":
-      return new Float64Array(2 * count);
-    default:
-      return new Uint8Array(count); // f8 raw bits
-  }
-}
-
-/** A zero-filled array (all bits zero: 0, +0.0, false). */
-export function alloc(type: ElemType, shape: readonly number[]): NDArray {
-  return { type, shape: [...shape], data: allocData(type, elementCount(shape)) };
-}
-
-/** Wraps existing storage; checks the length so a kernel bug surfaces at once. */
-export function wrap(type: ElemType, shape: readonly number[], data: TypedArray): NDArray {
-  const expected = elementCount(shape) * slotsPerElement(type);
-  if (data.length !== expected) {
-    throw new RangeError(`${type}[${shape.join(",")}] needs ${expected} slots, got ${data.length}`);
-  }
-  return { type, shape: [...shape], data };
-}
-
-/** Bytes of storage an array holds (for the engine's memory accounting). */
-export function byteSize(array: NDArray): number {
-  return array.data.byteLength;
-}

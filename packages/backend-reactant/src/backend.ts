@@ -14,8 +14,8 @@ import {
 } from "@xlaserve/core";
 import { type NDArray, elementCount, sameShape, slotsPerElement } from "./array.ts";
 import { withCanonicalNaNs } from "./canonical-nans.ts";
-import type { Module, TensorType } from "./ir.ts";
-import { parseModule } from "./parser/parser.ts";
+import type { Module, TensorType } from "@xlaserve/stablehlo";
+import { readModule } from "./read-module.ts";
 import { Arena, takeData } from "./plan/arena.ts";
 import { dtypeOf, elemTypeOf } from "./plan/dtype-map.ts";
 import { type CompiledFunction, type OpTime, Program, release, retain } from "./plan/program.ts";
@@ -189,7 +189,7 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
         );
       }
       const text = new TextDecoder().decode(source.bytes);
-      return load(parseModule(text, source.origin ?? "<module>"));
+      return load(readModule(text, source.origin ?? "<module>"));
     },
 
     async serialize(executable: Executable): Promise<Uint8Array> {

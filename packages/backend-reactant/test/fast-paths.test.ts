@@ -5,7 +5,7 @@ import { maxFloat, minFloat, relu } from "../src/elem/branchless.ts";
 import { createReactantBackend } from "../src/index.ts";
 import { poolNhwc } from "../src/kernels/heavy/pool-nhwc.ts";
 import { windowGeometry } from "../src/kernels/heavy/window-geometry.ts";
-import { parseModule } from "../src/parser/parser.ts";
+import { parseModule } from "@xlaserve/stablehlo";
 import { Arena } from "../src/plan/arena.ts";
 import { Program } from "../src/plan/program.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { NDArray } from "../src/array.ts";
-import { parseModule } from "../src/parser/parser.ts";
+import { parseModule } from "@xlaserve/stablehlo";
 import { Arena } from "../src/plan/arena.ts";
 import { Program } from "../src/plan/program.ts";
 import { loadExample } from "./helpers/bundles.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { encodeBf16, encodeF16 } from "../src/elem/float16.ts";
+import { encodeBf16, encodeF16 } from "@xlaserve/stablehlo/float16.ts";
 import type { NDArray } from "../src/array.ts";
 import { run, runOp, values } from "./helpers/run.ts";
 

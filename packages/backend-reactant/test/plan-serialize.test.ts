@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { isXlaserveError } from "@xlaserve/core";
 import type { NDArray } from "../src/array.ts";
-import { parseModule } from "../src/parser/parser.ts";
+import { parseModule } from "@xlaserve/stablehlo";
 import { Arena } from "../src/plan/arena.ts";
 import { Program } from "../src/plan/program.ts";
 import { deserializeModule, serializeModule } from "../src/plan/serialize.ts";

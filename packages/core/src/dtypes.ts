@@ -1,3 +1,5 @@
+import type { TypedArray } from "@xlaserve/stablehlo/elements.ts";
+
 /**
  * Element types shared by every package: the manifest tokens of ReactantServer bundles, the
  * KServe v2 datatype names, the safetensors names, the StableHLO element types, byte sizes and
@@ -24,17 +26,8 @@ export const DTYPES = [
 
 export type DType = (typeof DTYPES)[number];
 
-export type HostTypedArray =
-  | Uint8Array
-  | Int8Array
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | Float32Array
-  | Float64Array
-  | BigInt64Array
-  | BigUint64Array;
+/** The typed arrays host tensors live in: the program model's storage, so tensors and constants share it. */
+export type HostTypedArray = TypedArray;
 
 interface DTypeInfo {
   /** Bytes per element. */

@@ -1,3 +1,5 @@
+import { ModuleError } from "@xlaserve/stablehlo/errors.ts";
+
 /**
  * Typed errors with stable codes. Codes are part of the public contract: logs, the REST API's
  * error bodies and tests match on them, so a code is never renamed.
@@ -56,6 +58,9 @@ export function isXlaserveError(value: unknown, code?: ErrorCode): value is Xlas
 /** Wraps anything thrown into an XlaserveError, keeping the original as `cause`. */
 export function asXlaserveError(value: unknown, fallback: ErrorCode = "INTERNAL"): XlaserveError {
   if (value instanceof XlaserveError) return value;
+  // The program model sits below core and throws its own class with the same codes.
+  if (value instanceof ModuleError)
+    return new XlaserveError(value.code, value.message, { ...value.details }, { cause: value });
   const message = value instanceof Error ? value.message : String(value);
   return new XlaserveError(fallback, message, {}, { cause: value });
 }

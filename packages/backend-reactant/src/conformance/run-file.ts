@@ -1,6 +1,6 @@
 import { isXlaserveError } from "@xlaserve/core";
-import type { Func, Module } from "../ir.ts";
-import { parseModule } from "../parser/parser.ts";
+import type { Func, Module } from "@xlaserve/stablehlo";
+import { readModule } from "../read-module.ts";
 import { Arena } from "../plan/arena.ts";
 import { Program, type ProgramOptions } from "../plan/program.ts";
 import type { CheckFailure } from "../plan/values.ts";
@@ -39,7 +39,7 @@ export function runConformanceText(text: string, file: string, options: ProgramO
     const origin = chunks.length > 1 ? `${file}#${i}` : file;
     let module: Module;
     try {
-      module = parseModule(chunk, origin);
+      module = readModule(chunk, origin);
     } catch (e) {
       results.push(errorResult(file, null, family, e));
       return;

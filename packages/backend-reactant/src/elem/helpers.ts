@@ -15,7 +15,14 @@ import {
   reducePrecision,
 } from "../kernels/special.ts";
 import { maxFloat, minFloat, relu } from "./branchless.ts";
-import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16, roundBf16, roundF16 } from "./float16.ts";
+import {
+  BF16_TO_NUMBER,
+  F16_TO_NUMBER,
+  encodeBf16,
+  encodeF16,
+  roundBf16,
+  roundF16,
+} from "@xlaserve/stablehlo/float16.ts";
 
 /** Round half to even for any finite number (round_nearest_even). */
 export function roundEven(x: number): number {

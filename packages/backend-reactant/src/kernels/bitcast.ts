@@ -1,5 +1,5 @@
 import { type NDArray, allocData, elementCount, storageBytes } from "../array.ts";
-import type { TensorType } from "../ir.ts";
+import type { TensorType } from "@xlaserve/stablehlo";
 import { unsupported } from "./errors.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { XlaserveError } from "@xlaserve/core";
 import type { NDArray } from "../array.ts";
-import type { Op } from "../ir.ts";
+import type { Op } from "@xlaserve/stablehlo";
 import type { Kernel } from "../plan/program.ts";
 import { type CheckKind, runCheck } from "./checks.ts";
 import { unsupported } from "./errors.ts";

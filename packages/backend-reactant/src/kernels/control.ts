@@ -1,6 +1,6 @@
 import { XlaserveError } from "@xlaserve/core";
 import type { NDArray } from "../array.ts";
-import type { Op } from "../ir.ts";
+import type { Op } from "@xlaserve/stablehlo";
 import { type Block, type Kernel, type KernelTools, runBlock } from "../plan/program.ts";
 import { type RtValue, TOKEN, isTuple } from "../plan/values.ts";
 import { checkKernel } from "./check-ops.ts";

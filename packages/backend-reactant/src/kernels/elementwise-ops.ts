@@ -1,9 +1,9 @@
 import { type ElemType, type NDArray, allocData, bitWidth, isComplexType, isFloatType } from "../array.ts";
-import type { Op } from "../ir.ts";
+import type { Op } from "@xlaserve/stablehlo";
 import type { Arena } from "../plan/arena.ts";
 import type { Kernel } from "../plan/program.ts";
 import { complexBinary, complexCompare, complexUnary, hasComplexOp, makeComplex, realTypeOf } from "./complex.ts";
-import { BF16_TO_NUMBER, F16_TO_NUMBER } from "../elem/float16.ts";
+import { BF16_TO_NUMBER, F16_TO_NUMBER } from "@xlaserve/stablehlo/float16.ts";
 import { makeElementwise } from "./elementwise.ts";
 import { unsupported } from "./errors.ts";
 import { binaryExpr, compareExpr, convertExpr, domainOf, hasFloatUnary, roundExpr, unaryExpr } from "./expr.ts";

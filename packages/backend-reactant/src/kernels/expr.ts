@@ -1,5 +1,5 @@
 import { type ElemType, bitWidth, isBigIntType, isFloatType, isUnsignedIntType } from "../array.ts";
-import type { Attr } from "../ir.ts";
+import type { Attr } from "@xlaserve/stablehlo";
 import { unsupported } from "./errors.ts";
 
 /**

@@ -1,6 +1,6 @@
 import type { NDArray } from "../array.ts";
-import type { Attr, AttrObject, Op } from "../ir.ts";
-import { isTensorType } from "../ir.ts";
+import type { Attr, AttrObject, Op } from "@xlaserve/stablehlo";
+import { isTensorType } from "@xlaserve/stablehlo";
 import { type Arena, dataTaker } from "../plan/arena.ts";
 import type { Kernel, KernelTools } from "../plan/program.ts";
 import { convolution } from "./heavy/convolution.ts";

@@ -7,7 +7,7 @@ import {
   slotsPerElement,
   strides,
 } from "../array.ts";
-import { encodeBf16, encodeF16 } from "../elem/float16.ts";
+import { encodeBf16, encodeF16 } from "@xlaserve/stablehlo/float16.ts";
 import { executeFailed } from "./errors.ts";
 import { copyLoopFor } from "./strided-copy.ts";
 

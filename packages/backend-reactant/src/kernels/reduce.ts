@@ -10,7 +10,7 @@ import {
   isIntegerType,
   sameShape,
 } from "../array.ts";
-import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16 } from "../elem/float16.ts";
+import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16 } from "@xlaserve/stablehlo/float16.ts";
 import { transpose } from "./layout.ts";
 import { reduceFloatRows } from "./reduce-rows.ts";
 

@@ -1,7 +1,7 @@
 import { type ElemType, type NDArray, type ReducerKind, type RegionInfo, type Scalar, alloc } from "../array.ts";
 import { readScalar, writeScalar } from "../elem/scalar.ts";
-import type { Region } from "../ir.ts";
-import { isTensorType } from "../ir.ts";
+import type { Region } from "@xlaserve/stablehlo";
+import { isTensorType } from "@xlaserve/stablehlo";
 import { type Block, type Frame, runBlock } from "../plan/program.ts";
 
 /**

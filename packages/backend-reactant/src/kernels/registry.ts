@@ -1,7 +1,7 @@
 import { XlaserveError } from "@xlaserve/core";
 import type { DataAlloc, NDArray } from "../array.ts";
-import type { Attr, Op } from "../ir.ts";
-import { isTensorType } from "../ir.ts";
+import type { Attr, Op } from "@xlaserve/stablehlo";
+import { isTensorType } from "@xlaserve/stablehlo";
 import type { Frame, Kernel, KernelTools } from "../plan/program.ts";
 import { lastTypeTaker } from "../plan/arena.ts";
 import { TOKEN } from "../plan/values.ts";

@@ -1,5 +1,5 @@
 import { type NDArray, allocData, bitWidth, elementCount } from "../array.ts";
-import type { TensorType } from "../ir.ts";
+import type { TensorType } from "@xlaserve/stablehlo";
 import { unsupported } from "./errors.ts";
 
 /**

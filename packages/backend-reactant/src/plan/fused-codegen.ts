@@ -1,7 +1,7 @@
 import { type ElemType, type NDArray, type TypedArray, isComplexType, isFloatType, strides } from "../array.ts";
 import type { HELPERS } from "../elem/helpers.ts";
-import type { Op } from "../ir.ts";
-import { isTensorType } from "../ir.ts";
+import type { Op } from "@xlaserve/stablehlo";
+import { isTensorType } from "@xlaserve/stablehlo";
 import { BINARY_OPS, SPECIAL_FUNCTIONS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import {
   binaryExpr,

@@ -1,7 +1,7 @@
 import { type ElemType, type NDArray, type TypedArray, elementCount, strides } from "../array.ts";
 import { HELPERS } from "../elem/helpers.ts";
-import type { Op } from "../ir.ts";
-import { isTensorType } from "../ir.ts";
+import type { Op } from "@xlaserve/stablehlo";
+import { isTensorType } from "@xlaserve/stablehlo";
 import { BINARY_OPS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import { type Arena, dataTaker } from "./arena.ts";
 import { type Layout, type Node, chooseLayout, generate } from "./fused-codegen.ts";

@@ -1,6 +1,6 @@
 import { XlaserveError, isXlaserveError } from "@xlaserve/core";
 import { elementCount } from "../array.ts";
-import type { Func, Module, Op } from "../ir.ts";
+import type { Func, Module, Op } from "@xlaserve/stablehlo";
 import { buildKernel } from "../kernels/registry.ts";
 import { Arena } from "./arena.ts";
 import { fuseSteps } from "./fusion.ts";

@@ -1,6 +1,6 @@
 import { XlaserveError } from "@xlaserve/core";
 import { type ElemType, type NDArray, type TypedArray, allocData, elementCount } from "../array.ts";
-import type { Attr, Func, Module, Op, ValueType } from "../ir.ts";
+import type { Attr, Func, Module, Op, ValueType } from "@xlaserve/stablehlo";
 
 /**
  * The plan's byte form: the parsed module as compact JSON with every dense constant moved into a

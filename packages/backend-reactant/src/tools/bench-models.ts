@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { DeviceBuffer, HostTensor } from "@xlaserve/core";
 import { createReactantBackend } from "../backend.ts";
-import { parseModule } from "../parser/parser.ts";
+import { readModule } from "../read-module.ts";
 import type { OpTime } from "../plan/program.ts";
 import { EXAMPLES, exampleArguments } from "./example-tensors.ts";
 
@@ -33,7 +33,7 @@ function gaussian(seed: number): () => number {
 
 /** Random arguments from @main's signature; 1-d f32 weights are made positive (BN variances). */
 function randomArgs(text: string): HostTensor[] {
-  const main = parseModule(text, "r50").funcs.find((f) => f.name === "main");
+  const main = readModule(text, "r50").funcs.find((f) => f.name === "main");
   const next = gaussian(42);
   return (main?.args ?? []).map((a, i) => {
     if (a.type.kind !== "tensor") throw new Error("non-tensor argument");

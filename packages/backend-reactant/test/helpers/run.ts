@@ -1,5 +1,5 @@
 import type { NDArray } from "../../src/array.ts";
-import { parseModule } from "../../src/parser/parser.ts";
+import { parseModule } from "@xlaserve/stablehlo";
 import { Arena } from "../../src/plan/arena.ts";
 import { Program } from "../../src/plan/program.ts";
 

@@ -1,6 +1,6 @@
-import { XlaserveError } from "@xlaserve/core";
-import { type NDArray, alloc, elementCount, isComplexType, isFloatType, storageBytes } from "../array.ts";
-import { writeScalar, isSubByte, wrapSubByte } from "../elem/scalar.ts";
+import { ModuleError } from "../errors.ts";
+import { type NDArray, alloc, elementCount, isComplexType, isFloatType, storageBytes } from "../elements.ts";
+import { isSubByte, storeNumber, wrapSubByte } from "../elements.ts";
 import type { TensorType } from "../ir.ts";
 
 /**
@@ -83,7 +83,7 @@ function storeParsed(out: NDArray, i: number, p: ParsedElement): void {
     else (view as Uint32Array)[i] = Number(p.bits);
     return;
   }
-  writeScalar(out, i, p.value);
+  storeNumber(out, i, p.value);
 }
 
 function decodeBlob(hex: string, out: NDArray, count: number, fail: (m: string) => Error): NDArray {
@@ -100,8 +100,8 @@ function decodeBlob(hex: string, out: NDArray, count: number, fail: (m: string) 
   return out;
 }
 
-export function unsupportedDense(what: string): XlaserveError {
-  return new XlaserveError("UNSUPPORTED", `dense attribute ${what} is not supported`);
+export function unsupportedDense(what: string): ModuleError {
+  return new ModuleError("UNSUPPORTED", `dense attribute ${what} is not supported`);
 }
 
 const HEX_VALUE = new Int8Array(128).fill(-1);

@@ -1,4 +1,4 @@
-import { XlaserveError } from "@xlaserve/core";
+import { ModuleError } from "../errors.ts";
 
 /**
  * Tokens of MLIR text. Types and a few attribute forms whose insides use their own syntax
@@ -68,11 +68,11 @@ export class SourceText {
   }
 
   /** MODULE_INVALID with line:column and the offending line, for every parse error. */
-  error(offset: number, message: string): XlaserveError {
+  error(offset: number, message: string): ModuleError {
     const { line, column } = this.position(offset);
     const lineText = this.text.slice(offset - column + 1).split("\n", 1)[0] ?? "";
     const snippet = this.text.slice(offset, offset + 40).split("\n", 1)[0] ?? "";
-    return new XlaserveError(
+    return new ModuleError(
       "MODULE_INVALID",
       `${this.origin}:${line}:${column}: ${message} at '${snippet}'\n  ${lineText.trim()}`,
       { origin: this.origin, line, column, text: snippet },

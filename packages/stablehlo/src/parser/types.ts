@@ -1,6 +1,6 @@
-import { XlaserveError } from "@xlaserve/core";
-import type { ElemType } from "../array.ts";
-import { ELEM_TYPES } from "../array.ts";
+import { ModuleError } from "../errors.ts";
+import type { ElemType } from "../elements.ts";
+import { ELEM_TYPES } from "../elements.ts";
 import type { TensorType, ValueType } from "../ir.ts";
 import type { Cursor } from "./cursor.ts";
 
@@ -26,21 +26,21 @@ export function parseTensorBody(body: string, fail: (message: string) => Error):
     const m = /^(\d+|\?)x/.exec(rest);
     if (!m) break;
     if (m[1] === "?") {
-      throw new XlaserveError("UNSUPPORTED", "dynamic tensor dimensions (?) are not supported", { type: body });
+      throw new ModuleError("UNSUPPORTED", "dynamic tensor dimensions (?) are not supported", { type: body });
     }
     shape.push(Number(m[1]));
     rest = rest.slice(m[0].length);
   }
   const elem = elemTypeFromName(rest);
   if (elem?.startsWith("f8")) {
-    throw new XlaserveError("UNSUPPORTED", `element type ${rest} (8-bit float) is not supported`, { type: body });
+    throw new ModuleError("UNSUPPORTED", `element type ${rest} (8-bit float) is not supported`, { type: body });
   }
   if (!elem) {
     if (rest.startsWith("!quant")) {
-      throw new XlaserveError("UNSUPPORTED", `quantized element type ${rest} is not supported`, { type: body });
+      throw new ModuleError("UNSUPPORTED", `quantized element type ${rest} is not supported`, { type: body });
     }
     if (/^(i|ui|si|f|bf|f8\w*|complex<.*>)\d*\w*$/.test(rest)) {
-      throw new XlaserveError("UNSUPPORTED", `element type ${rest} is not supported`, { type: body });
+      throw new ModuleError("UNSUPPORTED", `element type ${rest} is not supported`, { type: body });
     }
     throw fail(`unknown element type '${rest}'`);
   }
@@ -69,7 +69,7 @@ export function parseType(c: Cursor): ValueType {
     return { kind: "token" };
   }
   if (t.kind === "bang") {
-    throw new XlaserveError("UNSUPPORTED", `type ${t.text}${t.body ? `<${t.body}>` : ""} is not supported`);
+    throw new ModuleError("UNSUPPORTED", `type ${t.text}${t.body ? `<${t.body}>` : ""} is not supported`);
   }
   if (t.kind === "angled" && t.text === "complex") {
     c.next();

@@ -1,4 +1,4 @@
-import type { NDArray } from "../array.ts";
+import type { NDArray } from "../elements.ts";
 import type { Attr, BlockArg, Func, Module, Op, Region, ValueType } from "../ir.ts";
 import { parseAttr, parseAttrDict, parseConvDimensions, parseDenseAttr } from "./attrs.ts";
 import { Cursor } from "./cursor.ts";

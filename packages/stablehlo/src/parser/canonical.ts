@@ -1,4 +1,4 @@
-import type { NDArray } from "../array.ts";
+import type { NDArray } from "../elements.ts";
 import type { Attr, AttrObject, Op, Region, ValueType } from "../ir.ts";
 import { isTensorType } from "../ir.ts";
 

@@ -1,4 +1,4 @@
-import type { ElemType, NDArray } from "./array.ts";
+import type { ElemType, NDArray } from "./elements.ts";
 
 /**
  * The parsed module, independent of which textual form (pretty or generic) it came from.

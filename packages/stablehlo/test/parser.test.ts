@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { isXlaserveError } from "@xlaserve/core";
-import type { NDArray } from "../src/array.ts";
+import { isModuleError } from "../src/errors.ts";
+import type { NDArray } from "../src/elements.ts";
 import type { Op } from "../src/ir.ts";
 import { parseModule } from "../src/parser/parser.ts";
 
@@ -13,7 +13,7 @@ function parseError(text: string): { code: string; line: number; column: number;
   try {
     parseModule(text, "bad.mlir");
   } catch (e) {
-    if (!isXlaserveError(e)) throw e;
+    if (!isModuleError(e)) throw e;
     return { code: e.code, line: Number(e.details.line), column: Number(e.details.column), message: e.message };
   }
   throw new Error("expected a parse error");

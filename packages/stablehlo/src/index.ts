@@ -1,0 +1,6 @@
+export * from "./elements.ts";
+export * from "./errors.ts";
+export type * from "./ir.ts";
+export { formatType, isTensorType } from "./ir.ts";
+export { parseModule } from "./parser/parser.ts";
+export { type DeclaredSignature, type DeclaredType, SignatureSyntaxError, readMainSignature } from "./signature.ts";
