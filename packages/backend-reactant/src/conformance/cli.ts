@@ -3,6 +3,7 @@ import { availableParallelism } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { AbstractBackend } from "@xlaserve/core";
+import { isReferenceBundle, runBundleCases } from "./bundle-case.ts";
 import { runPool } from "./pool.ts";
 import type { CaseResult } from "./run-file.ts";
 import { runFileOnBackend } from "./via-backend.ts";
@@ -10,8 +11,9 @@ import { formatReport, totals } from "./summary.ts";
 
 /**
  * `bun run conformance [--backend reactant|pjrt] [--jobs N] [--timeout-ms MS] [--no-fold] [--verbose] <dir>...`
- * Runs every .mlir file under the folders and prints the report (summary.ts). Exits 1 when any
- * case failed.
+ * Runs every .mlir file under the folders and prints the report (summary.ts). A bundle folder
+ * with reference.safetensors (the model zoo, tests/zoo/models) runs each batch size against XLA's
+ * outputs. Exits 1 when any case failed.
  */
 const USAGE =
   "usage: conformance [--backend reactant|pjrt] [--jobs N] [--timeout-ms MS] [--no-fold] [--verbose] <dir>...";
@@ -56,7 +58,9 @@ async function main(): Promise<number> {
   return totals(results).failed > 0 ? 1 : 0;
 }
 
+/** The .mlir files under `dir`, and its bundle folders with reference outputs (each one job). */
 function listMlir(dir: string): string[] {
+  if (isReferenceBundle(dir)) return [dir];
   const out: string[] = [];
   for (const entry of readdirSync(dir).sort()) {
     const path = join(dir, entry);
@@ -92,7 +96,10 @@ async function runPjrt(
     return 1;
   }
   const results: CaseResult[] = [];
-  for (const f of files) results.push(await runFileOnBackend(backend, readFileSync(f.path, "utf8"), f.name));
+  for (const f of files) {
+    if (isReferenceBundle(f.path)) results.push(...(await runBundleCases(f.path, f.name, backend)));
+    else results.push(await runFileOnBackend(backend, readFileSync(f.path, "utf8"), f.name));
+  }
   await backend.dispose();
   console.log(formatReport(results, verbose));
   return totals(results).failed > 0 ? 1 : 0;

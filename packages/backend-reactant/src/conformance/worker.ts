@@ -1,19 +1,23 @@
 /// <reference lib="webworker" />
 import { readFileSync } from "node:fs";
 import type { ProgramOptions } from "../plan/program.ts";
-import { runConformanceText } from "./run-file.ts";
+import { isReferenceBundle, runBundleCases } from "./bundle-case.ts";
+import { type CaseResult, runConformanceText } from "./run-file.ts";
 
 /**
- * A conformance worker: runs the files it is sent, one at a time, and posts each file's
+ * A conformance worker: runs the files (and reference bundles) it is sent, one at a time, and posts each file's
  * results. The pool kills and replaces a worker whose file runs past the timeout.
  */
 declare const self: Worker;
 
-self.onmessage = (event: MessageEvent<{ path: string; name: string; options?: ProgramOptions }>) => {
+self.onmessage = async (event: MessageEvent<{ path: string; name: string; options?: ProgramOptions }>) => {
   const { path, name, options } = event.data;
-  let results: ReturnType<typeof runConformanceText>;
+  let results: CaseResult[];
   try {
-    results = runConformanceText(readFileSync(path, "utf8"), name, options);
+    // A bundle folder with XLA's reference outputs runs as one case per batch size.
+    results = isReferenceBundle(path)
+      ? await runBundleCases(path, name)
+      : runConformanceText(readFileSync(path, "utf8"), name, options);
   } catch (e) {
     results = [{ file: name, func: null, family: name, status: "failed", detail: `crashed: ${(e as Error).message}` }];
   }
