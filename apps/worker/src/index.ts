@@ -316,7 +316,11 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   const app = createServerApp({
     registry,
     logger,
-    config: { maxBodyBytes: config.server.maxBodyBytes, authToken: config.server.authToken },
+    config: {
+      maxBodyBytes: config.server.maxBodyBytes,
+      authToken: config.server.authToken,
+      readiness: config.server.readiness,
+    },
     metrics,
   });
   const frontEngine = backend instanceof ThreadedBackend && isInlineHost(backend) ? backend.backendSpec : null;

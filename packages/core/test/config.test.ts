@@ -69,7 +69,13 @@ describe("loadConfig", () => {
       },
     });
     expect(config.engine).toBe("reactant");
-    expect(config.server).toEqual({ host: "0.0.0.0", port: 9100, maxBodyBytes: 64 * 1024 * 1024, httpThreads: 3 });
+    expect(config.server).toEqual({
+      host: "0.0.0.0",
+      port: 9100,
+      maxBodyBytes: 64 * 1024 * 1024,
+      readiness: "strict",
+      httpThreads: 3,
+    });
     expect(config.pjrt).toMatchObject({ memoryFraction: 0.5, preallocate: true, plugin: "/opt/pjrt/plugin.so" });
     expect(config.repository.path).toBe("/srv/models");
     expect(config.concurrency.queueDepth).toBe(8);

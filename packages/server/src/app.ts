@@ -54,7 +54,7 @@ export function createServerApp(options: ServerAppOptions) {
       }),
     )
     .use(inferController(infer))
-    .use(healthController(registry))
+    .use(healthController(registry, config.readiness))
     .use(metadataController(registry))
     .use(statsController(registry))
     .use(repositoryController(registry, config.authToken, logger))

@@ -1,5 +1,6 @@
 import type { Logger } from "@xlaserve/core";
 import type { ModelRegistryView } from "./contract.ts";
+import type { ReadinessMode } from "./health/readiness.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 
 /** The HTTP layer's own settings; the worker fills them from its configuration. */
@@ -11,6 +12,11 @@ export interface ServerConfig {
    * refused: they change what the worker serves, so they are never open by default.
    */
   readonly authToken?: string;
+  /**
+   * strict (the default, Triton's strict readiness): ready only while every model that should
+   * serve does; lenient: while at least one does. Never ready with nothing to serve.
+   */
+  readonly readiness?: ReadinessMode;
 }
 
 export interface ServerAppOptions {

@@ -11,9 +11,26 @@ const get = async (path: string) => {
 };
 
 describe("health and metadata", () => {
-  test("live and ready answer 200 with a body", async () => {
+  test("live answers 200; strict readiness is 503 while a model of the repository does not serve", async () => {
     expect(await get("/v2/health/live")).toEqual({ status: 200, body: { live: true } });
-    expect(await get("/v2/health/ready")).toEqual({ status: 200, body: { ready: true } });
+    // The test registry holds "cold" (loading) and "broken" (its load failed).
+    const r = await get("/v2/health/ready");
+    expect(r.status).toBe(503);
+    expect(r.body.ready).toBe(false);
+    expect(r.body.error).toContain("strict readiness");
+    expect(r.body.not_ready.map((m: { name: string }) => m.name).sort()).toEqual(["broken", "cold"]);
+    expect(r.body.error).toContain("executable_inputs is missing");
+  });
+
+  test("lenient readiness answers 200 while any model serves", async () => {
+    const lenient = startHarness({ readiness: "lenient" });
+    try {
+      const r = await fetch(`${lenient.url}/v2/health/ready`);
+      expect(r.status).toBe(200);
+      expect(await r.json()).toEqual({ ready: true });
+    } finally {
+      await lenient.stop();
+    }
   });
 
   test("ready is 503 while the worker is not ready", async () => {

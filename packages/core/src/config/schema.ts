@@ -56,6 +56,11 @@ export const ConfigSchema = Type.Object(
         port: Type.Integer({ minimum: 0, maximum: 65535, default: 8000 }),
         maxBodyBytes: Type.Integer({ minimum: 1, default: 64 * MiB }),
         authToken: Type.Optional(Type.String({ minLength: 1 })),
+        readiness: Type.Union([Type.Literal("strict"), Type.Literal("lenient")], {
+          default: "strict",
+          description:
+            "strict: /v2/health/ready is 200 only while every model of the repository serves; lenient: while at least one does (never with none)",
+        }),
         httpThreads: Type.Integer({
           minimum: 1,
           maximum: 64,

@@ -1,12 +1,13 @@
 import { Elysia } from "elysia";
 import type { ModelRegistryView } from "../contract.ts";
 import { LiveBody, ReadyBody } from "./model.ts";
+import { type ReadinessMode, readinessOf } from "./readiness.ts";
 
 /**
  * Health: the status code is the answer (KServe v2 / Triton clients test for 200); the body
- * repeats it for people and for clients that read {"live"} / {"ready"}.
+ * repeats it for people and for clients that read {"live"} / {"ready"}, with the reason when not.
  */
-export function healthController(registry: ModelRegistryView) {
+export function healthController(registry: ModelRegistryView, mode: ReadinessMode = "strict") {
   return new Elysia({ name: "xlaserve.health" })
     .get(
       "/v2/health/live",
@@ -20,10 +21,17 @@ export function healthController(registry: ModelRegistryView) {
     .get(
       "/v2/health/ready",
       ({ set }) => {
-        if (registry.isReady()) return { ready: true };
+        const r = readinessOf(registry, mode);
+        if (r.ready) return { ready: true };
         set.status = 503;
-        return { ready: false, error: "the worker is not ready (models loading or draining)" };
+        return { ready: false, error: r.error, not_ready: [...r.notReady] };
       },
-      { response: { 200: ReadyBody, 503: ReadyBody }, detail: { summary: "Server readiness", tags: ["health"] } },
+      {
+        response: { 200: ReadyBody, 503: ReadyBody },
+        detail: {
+          summary: "Server readiness: every model serves (strict) or at least one does (lenient)",
+          tags: ["health"],
+        },
+      },
     );
 }

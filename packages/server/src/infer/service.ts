@@ -13,7 +13,8 @@ import { checkEnvelope } from "./envelope.ts";
 export type RequestCounter = Pick<Metrics, "requestDone">;
 
 export interface InferServiceOptions {
-  readonly registry: Pick<ModelRegistryView, "getModel">;
+  readonly registry: Pick<ModelRegistryView, "getModel"> &
+    Partial<Pick<ModelRegistryView, "isShuttingDown" | "repositoryIndex">>;
   readonly metrics: RequestCounter;
   readonly logger: Logger;
   readonly maxBodyBytes: number;

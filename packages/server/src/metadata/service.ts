@@ -1,5 +1,6 @@
 import { type TensorSpec, XlaserveError, kserveName } from "@xlaserve/core";
 import type { ModelRegistryView, ServedModel } from "../contract.ts";
+import { isDeliberatelyOut } from "../health/readiness.ts";
 import { clientShape } from "../infer/model-index.ts";
 
 /** The extensions this HTTP layer implements; the registry may add its own. */
@@ -20,9 +21,15 @@ export function serverMetadata(registry: ModelRegistryView) {
   };
 }
 
-/** A model by name and optional version, or NOT_FOUND naming which part is unknown. */
+/**
+ * A model by name and optional version. A model the repository holds but does not serve (its
+ * load failed, it is still loading) is UNAVAILABLE (503) with the index's reason:
+ * the client learns why, and that another worker may serve it. NOT_FOUND (404) names which part
+ * is unknown, or that the model was unloaded.
+ */
 export function findModel(
-  registry: Pick<ModelRegistryView, "getModel" | "isShuttingDown">,
+  registry: Pick<ModelRegistryView, "getModel" | "isShuttingDown"> &
+    Partial<Pick<ModelRegistryView, "repositoryIndex">>,
   name: string,
   version?: string,
 ): ServedModel {
@@ -32,6 +39,15 @@ export function findModel(
   if (version !== undefined && registry.getModel(name)) {
     throw new XlaserveError("NOT_FOUND", `model "${name}" has no version "${version}"`);
   }
+  const entry = registry.repositoryIndex?.().find((e) => e.name === name && e.state !== "READY");
+  if (entry && !isDeliberatelyOut(entry)) {
+    const why = entry.reason ? `: ${entry.reason}` : "";
+    throw new XlaserveError("UNAVAILABLE", `model "${name}" is not being served (${entry.state})${why}`, {
+      model: name,
+      state: entry.state,
+    });
+  }
+  if (entry) throw new XlaserveError("NOT_FOUND", `model "${name}" is not loaded (${entry.reason})`);
   throw new XlaserveError("NOT_FOUND", `unknown model "${name}"`);
 }
 

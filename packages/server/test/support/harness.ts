@@ -17,7 +17,9 @@ export interface Harness {
 }
 
 /** The real app on a real socket (127.0.0.1, port 0) over the test registry. */
-export function startHarness(config: { maxBodyBytes?: number; authToken?: string } = {}): Harness {
+export function startHarness(
+  config: { maxBodyBytes?: number; authToken?: string; readiness?: "strict" | "lenient" } = {},
+): Harness {
   const registry = new TestRegistry();
   const metrics = new Metrics();
   const logs: Record<string, unknown>[] = [];
@@ -26,7 +28,11 @@ export function startHarness(config: { maxBodyBytes?: number; authToken?: string
     registry,
     logger,
     metrics,
-    config: { maxBodyBytes: config.maxBodyBytes ?? 1024 * 1024, authToken: config.authToken },
+    config: {
+      maxBodyBytes: config.maxBodyBytes ?? 1024 * 1024,
+      authToken: config.authToken,
+      readiness: config.readiness,
+    },
   });
   const server = startServer(app, { host: "127.0.0.1", port: 0 });
   return { url: server.url, registry, metrics, logs, stop: () => server.stop(true) };
