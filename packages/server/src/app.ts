@@ -3,7 +3,7 @@ import { XlaserveError } from "@xlaserve/core";
 import { Elysia } from "elysia";
 import type { ServerAppOptions } from "./config.ts";
 import { healthController } from "./health/controller.ts";
-import { HttpError, statusForCode } from "./http-error.ts";
+import { HttpError, clientClosed, statusForCode } from "./http-error.ts";
 import { inferController, inferRoutes } from "./infer/controller.ts";
 import { InferService } from "./infer/service.ts";
 import { metadataController } from "./metadata/controller.ts";
@@ -17,14 +17,15 @@ import { statsController } from "./stats/controller.ts";
  */
 export function createServerApp(options: ServerAppOptions) {
   const { registry, logger, config, metrics } = options;
-  const infer = new InferService({ registry, metrics, logger, maxBodyBytes: config.maxBodyBytes });
+  const { maxBodyBytes } = config;
+  const infer = new InferService({ registry, metrics, logger, maxBodyBytes });
   return new Elysia({
     name: "xlaserve.server",
-    // Bun's own limit is only a backstop (its 413 has no JSON body); the infer codec enforces
-    // maxBodyBytes itself with a message naming the limit.
+    // Bun's own limit is only a backstop (its 413 has no JSON body); every route that reads a
+    // body enforces maxBodyBytes itself with a message naming the limit.
     // The infer routes go straight to the service through Bun's route table (see inferRoutes);
     // Elysia merges these over the handlers it maps for the same paths.
-    serve: { maxRequestBodySize: maxRequestBodySize(config.maxBodyBytes), routes: inferRoutes(infer) },
+    serve: { maxRequestBodySize: maxRequestBodySize(maxBodyBytes), routes: inferRoutes(infer) },
   })
     .onError(({ code, error, request }) => {
       const { status, message } = describeError(code, error, request);
@@ -57,7 +58,7 @@ export function createServerApp(options: ServerAppOptions) {
     .use(healthController(registry, config.readiness))
     .use(metadataController(registry))
     .use(statsController(registry))
-    .use(repositoryController(registry, config.authToken, logger))
+    .use(repositoryController(registry, { authToken: config.authToken, maxBodyBytes }, logger))
     .use(metricsController(metrics));
 }
 
@@ -71,7 +72,8 @@ export function maxRequestBodySize(maxBodyBytes: number): number {
 /** Every failure as a status and a message for {"error": "..."}. */
 function describeError(code: unknown, error: unknown, request: Request): { status: number; message: string } {
   // Elysia wraps what a body parser throws; the cause is the real error.
-  const inner = code === "PARSE" && error instanceof Error && error.cause !== undefined ? error.cause : error;
+  const unwrapped = code === "PARSE" && error instanceof Error && error.cause !== undefined ? error.cause : error;
+  const inner = request.signal.aborted ? clientClosed() : unwrapped;
   if (inner instanceof HttpError) return { status: inner.status, message: inner.message };
   if (inner instanceof XlaserveError) return { status: statusForCode(inner.code), message: inner.message };
   switch (code) {

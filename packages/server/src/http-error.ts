@@ -31,6 +31,17 @@ export class HttpError extends Error {
   }
 }
 
+/**
+ * The client hung up before its request was whole (nginx's 499 "client closed request"). Nobody
+ * reads the answer; the status keeps such requests apart from server faults in the metrics and
+ * the logs.
+ */
+export const CLIENT_CLOSED = 499;
+
+export function clientClosed(): HttpError {
+  return new HttpError(CLIENT_CLOSED, "the client closed the connection before the request was answered");
+}
+
 export function badRequest(message: string, details: Record<string, unknown> = {}): XlaserveError {
   return new XlaserveError("INVALID_ARGUMENT", message, details);
 }

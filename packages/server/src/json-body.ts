@@ -2,15 +2,28 @@ import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { Static } from "elysia";
 import { badRequest } from "./http-error.ts";
+import { readBody } from "./read-body.ts";
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * An optional JSON body checked against a typebox schema. Triton's clients send these admin
- * calls with an empty body as often as with "{}", which Elysia's JSON parser would reject.
+ * An optional JSON body checked against a typebox schema, read within the same body limit as an
+ * infer request. Triton's clients send these admin calls with an empty body as often as with
+ * "{}", which Elysia's JSON parser would reject.
  */
-export function optionalJsonBody<S extends TSchema>(schema: S): (request: Request) => Promise<Static<S> | undefined> {
+export function optionalJsonBody<S extends TSchema>(
+  schema: S,
+  maxBytes: number,
+): (request: Request) => Promise<Static<S> | undefined> {
   const check: TypeCheck<S> = TypeCompiler.Compile(schema);
   return async (request) => {
-    const text = (await request.text()).trim();
+    let text: string;
+    try {
+      text = utf8.decode(await readBody(request, maxBytes)).trim();
+    } catch (error) {
+      if (error instanceof TypeError) throw badRequest("request body is not valid UTF-8");
+      throw error;
+    }
     if (text === "") return undefined;
     let value: unknown;
     try {

@@ -19,7 +19,7 @@ function errorOf(dtype: "f32" | "f64", shape: number[], data: unknown): string |
 }
 
 describe("JSON float data: the flat fast path decodes and refuses exactly as the nested path", () => {
-  const values = [0, -0, 1.5, -2.25, 1e-40, 3.5e38, 1e300, 0.1, "NaN", "Infinity", "-Infinity", 7];
+  const values = [0, -0, 1.5, -2.25, 1e-40, 3.4e38, 1e-300, 0.1, "NaN", "Infinity", "-Infinity", 7];
 
   for (const dtype of ["f32", "f64"] as const) {
     test(`${dtype}: same elements, bit for bit, flat and nested (non-finite literals included)`, () => {

@@ -93,8 +93,9 @@ const CASES: Record<string, { send: unknown[]; back: unknown[] }> = {
   UINT16: { send: [0, 65535, 1, 2, 3, 4], back: [0, 65535, 1, 2, 3, 4] },
   UINT32: { send: [0, 4294967295, 1, 2, 3, 4], back: [0, 4294967295, 1, 2, 3, 4] },
   UINT64: { send: [0, 9007199254740991, 1, 2, 3, 4], back: [0, 9007199254740991, 1, 2, 3, 4] },
-  // 1 + 2^-11 is halfway between two FP16 values: ties to even gives 1; 65520 overflows to inf.
-  FP16: { send: [1.5, -2, 1 + 2 ** -11, 65504, 65520, 2 ** -24], back: [1.5, -2, 1, 65504, Infinity, 2 ** -24] },
+  // 1 + 2^-11 is halfway between two FP16 values: ties to even gives 1; 65519 is below the
+  // halfway point to the next power of two, so it rounds to the largest finite 65504.
+  FP16: { send: [1.5, -2, 1 + 2 ** -11, 65504, 65519, 2 ** -24], back: [1.5, -2, 1, 65504, 65504, 2 ** -24] },
   // 1 + 2^-8 is halfway for BF16 (8 significand bits): ties to even gives 1; 1 + 3*2^-8 rounds up
   // to 1 + 2^-6; 3e38 rounds to 226/128 * 2^127.
   BF16: {
@@ -159,31 +160,31 @@ describe("every datatype through JSON", () => {
     expect(text).toContain('"data":["-Infinity",1,"NaN"]');
   });
 
-  test("deeper nesting is read row-major when every level is even", async () => {
-    const r = await infer("sum", {
-      inputs: [
-        {
-          name: "a",
-          shape: [2, 2],
-          datatype: "FP32",
-          data: [
-            [1, 2],
-            [3, 4],
-          ],
-        },
-        {
-          name: "b",
-          shape: [2, 2],
-          datatype: "INT32",
-          data: [
-            [[10], [20]],
-            [[30], [40]],
-          ],
-        },
-      ],
-    });
-    expect(r.status).toBe(200);
-    expect(r.body.outputs[0].data).toEqual([11, 22, 33, 44]);
+  test("nested data must be the shape's own nesting: deeper, shallower or regrouped is 400", async () => {
+    const cases: Array<{ shape: number[]; data: unknown; why: string }> = [
+      // One more level than the shape's two axes.
+      {
+        shape: [2, 2],
+        data: [
+          [[10], [20]],
+          [[30], [40]],
+        ],
+        why: "nested deeper than shape [2, 2] has axes",
+      },
+      // The right element count, grouped for another shape.
+      { shape: [1, 2], data: [[1], [2]], why: "2 elements at depth 0 but axis 0 of shape [1, 2] is 1" },
+      { shape: [2, 2], data: [[1, 2, 3, 4]], why: "1 elements at depth 0 but axis 0 of shape [2, 2] is 2" },
+    ];
+    for (const { shape, data, why } of cases) {
+      const r = await infer("sum", {
+        inputs: [
+          { name: "a", shape, datatype: "FP32", data: Array((shape[0] as number) * 2).fill(1) },
+          { name: "b", shape, datatype: "INT32", data },
+        ],
+      });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toContain(why);
+    }
   });
 
   test("a gzip-compressed request body is accepted", async () => {

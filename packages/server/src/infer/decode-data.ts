@@ -37,15 +37,8 @@ export function decodeJsonData(
   if (flat && (dtype === "f32" || dtype === "f64")) return flatFloats(label, dtype, data, count);
   const out = allocTyped(dtype, count);
   const writer = writerFor(label, dtype, out);
-  if (flat) {
-    writer(data, 0);
-    return out;
-  }
-  const walk = new NestedWalk(label, count, writer);
-  walk.visit(data, 0);
-  if (walk.cursor !== count) {
-    throw badRequest(`${label}: data has ${walk.cursor} elements but shape [${shape.join(", ")}] needs ${count}`);
-  }
+  if (flat) writer(data, 0);
+  else new NestedWalk(label, shape, writer).visit(data, 0);
   return out;
 }
 
@@ -53,42 +46,51 @@ export function decodeJsonData(
 type LeafWriter = (leaf: readonly unknown[], offset: number) => void;
 
 /**
- * Walks nested lists, requiring every list at one depth to have the same length and each list to
- * hold only lists or only scalars: a ragged or mixed nesting has no row-major meaning.
+ * Walks nested lists, which must be the tensor's natural multi-dimensional form (the protocol's
+ * two layouts are that and the flat one): as deep as the shape has axes, each list as long as its
+ * axis, scalars only at the last. Anything else has no row-major meaning, and the walk never goes
+ * deeper than the shape, so no nesting depth can exhaust the stack.
  */
 class NestedWalk {
-  cursor = 0;
-  private readonly lengths: number[] = [];
+  private cursor = 0;
   constructor(
     private readonly label: string,
-    private readonly count: number,
+    private readonly shape: readonly number[],
     private readonly writer: LeafWriter,
   ) {}
 
   visit(list: readonly unknown[], depth: number): void {
-    const expected = this.lengths[depth];
-    if (expected === undefined) this.lengths[depth] = list.length;
-    else if (expected !== list.length) {
+    const shape = this.shape;
+    const last = depth === shape.length - 1;
+    if (shape.length === 0 || (last && Array.isArray(list[0]))) {
+      throw badRequest(`${this.label}: data is nested deeper than ${this.shown()} has axes; ${HOW}`);
+    }
+    if (list.length !== shape[depth]) {
       throw badRequest(
-        `${this.label}: nested data is ragged: a list at depth ${depth} has ${list.length} elements, an earlier one ${expected}`,
+        `${this.label}: nested data has ${list.length} elements at depth ${depth} but axis ${depth} of ${this.shown()} is ${shape[depth]}; ${HOW}`,
       );
     }
-    if (list.length > 0 && Array.isArray(list[0])) {
-      for (const item of list) {
-        if (!Array.isArray(item)) {
-          throw badRequest(`${this.label}: nested data mixes lists and scalars at depth ${depth + 1}`);
-        }
-        this.visit(item, depth + 1);
-      }
+    if (last) {
+      this.writer(list, this.cursor);
+      this.cursor += list.length;
       return;
     }
-    if (this.cursor + list.length > this.count) {
-      throw badRequest(`${this.label}: data has more than the ${this.count} elements its shape needs`);
+    for (const item of list) {
+      if (!Array.isArray(item)) {
+        throw badRequest(
+          `${this.label}: nested data has a scalar at depth ${depth + 1}, above the last axis of ${this.shown()}; ${HOW}`,
+        );
+      }
+      this.visit(item, depth + 1);
     }
-    this.writer(list, this.cursor);
-    this.cursor += list.length;
+  }
+
+  private shown(): string {
+    return `shape [${this.shape.join(", ")}]`;
   }
 }
+
+const HOW = "nest it exactly as the shape or send it flat";
 
 const INT_RANGES: Partial<Record<DType, readonly [number, number]>> = {
   i8: [-128, 127],
@@ -109,7 +111,13 @@ function writerFor(label: string, dtype: DType, out: HostTypedArray): LeafWriter
       return (leaf, offset) => {
         for (let i = 0; i < leaf.length; i++) {
           const v = leaf[i];
-          target[offset + i] = typeof v === "number" ? v : nonFinite(v, offset + i, name, fail);
+          const k = offset + i;
+          if (typeof v !== "number") target[k] = nonFinite(v, k, name, fail);
+          else {
+            target[k] = v;
+            // Read back: the stored value is the one rounded to the type.
+            if (!Number.isFinite(target[k] as number)) outOfRange(v, k, dtype, fail);
+          }
         }
       };
     }
@@ -117,10 +125,17 @@ function writerFor(label: string, dtype: DType, out: HostTypedArray): LeafWriter
     case "bf16": {
       const target = out as Uint16Array;
       const toBits = dtype === "f16" ? numberToF16Bits : numberToBf16Bits;
+      const exponent = dtype === "f16" ? 0x7c00 : 0x7f80;
       return (leaf, offset) => {
         for (let i = 0; i < leaf.length; i++) {
           const v = leaf[i];
-          target[offset + i] = toBits(typeof v === "number" ? v : nonFinite(v, offset + i, name, fail));
+          const k = offset + i;
+          if (typeof v !== "number") target[k] = toBits(nonFinite(v, k, name, fail));
+          else {
+            const bits = toBits(v);
+            if ((bits & exponent) === exponent) outOfRange(v, k, dtype, fail);
+            target[k] = bits;
+          }
         }
       };
     }
@@ -182,7 +197,11 @@ function flatFloats(label: string, dtype: "f32" | "f64", data: readonly unknown[
   const out = dtype === "f32" ? new Float32Array(count) : new Float64Array(count);
   for (let i = 0; i < count; i++) {
     const v = data[i];
-    out[i] = typeof v === "number" ? v : nonFinite(v, i, kserveName(dtype), failFor(label));
+    if (typeof v !== "number") out[i] = nonFinite(v, i, kserveName(dtype), failFor(label));
+    else {
+      out[i] = v;
+      if (!Number.isFinite(out[i] as number)) outOfRange(v, i, dtype, failFor(label));
+    }
   }
   return out;
 }
@@ -194,6 +213,27 @@ function failFor(label: string): Fail {
 }
 
 type Fail = (v: unknown, index: number, why: string) => never;
+
+const LARGEST_FINITE: Partial<Record<DType, number>> = {
+  f16: 65504,
+  bf16: 3.3895313892515355e38,
+  f32: 3.4028234663852886e38,
+  f64: Number.MAX_VALUE,
+};
+
+/**
+ * A JSON number the float type cannot hold (it would round to infinity) is refused, not turned
+ * into infinity: a client asks for infinity with the Infinity literal, and a number past the range
+ * is more often a unit or scaling mistake than a wish for inf. Numbers that round to zero or to a
+ * subnormal are ordinary float rounding and are taken.
+ */
+function outOfRange(v: number, index: number, dtype: DType, fail: Fail): never {
+  return fail(
+    v,
+    index,
+    `is out of range for ${kserveName(dtype)} (largest finite value ${LARGEST_FINITE[dtype]}); send Infinity to mean infinity`,
+  );
+}
 
 /** Floats also take the non-finite literals (quoted by parseJsonLenient). */
 function nonFinite(v: unknown, index: number, name: string, fail: Fail): number {

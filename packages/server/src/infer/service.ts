@@ -2,9 +2,10 @@ import type { Logger } from "@xlaserve/core";
 import { XlaserveError, asXlaserveError } from "@xlaserve/core";
 import type { ModelRegistryView, ServedModel } from "../contract.ts";
 import { findModel } from "../metadata/service.ts";
-import { HttpError, errorResponse, statusForCode } from "../http-error.ts";
+import { CLIENT_CLOSED, HttpError, clientClosed, errorResponse, statusForCode } from "../http-error.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { HEADER_LENGTH, readBody, splitBody } from "./body.ts";
+import { readBody } from "../read-body.ts";
+import { HEADER_LENGTH, splitBody } from "./body.ts";
 import { decodeInferRequest } from "./decode-request.ts";
 import { encodeInferResponse } from "./encode-response.ts";
 import { checkEnvelope } from "./envelope.ts";
@@ -60,15 +61,18 @@ export class InferService {
         results,
       );
     } catch (error) {
-      const status = statusOf(error);
-      failure = (error as Error).message ?? String(error);
-      response = errorResponse(status, failure);
+      // Whatever failed once the client hung up (its body read, a run it aborted) is its doing.
+      const cause = request.signal.aborted ? clientClosed() : error;
+      failure = (cause as Error).message ?? String(cause);
+      response = errorResponse(statusOf(cause), failure);
     }
     const seconds = (performance.now() - start) / 1000;
     const { metrics, logger } = this.options;
     const status = String(response.status);
     metrics.requestDone(label, status, seconds);
-    if (failure !== undefined) {
+    if (failure !== undefined && response.status === CLIENT_CLOSED) {
+      logger.debug("infer abandoned by the client", { model: modelName, version, ms: round(seconds * 1000), id });
+    } else if (failure !== undefined) {
       logger.warn("infer failed", {
         model: modelName,
         version,

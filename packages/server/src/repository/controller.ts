@@ -8,11 +8,15 @@ import { documentedBody } from "../openapi-schema.ts";
 import { requireBearer } from "./auth.ts";
 import { IndexRequest, IndexResponse, LoadRequest } from "./model.ts";
 
-const readIndex = optionalJsonBody(IndexRequest);
-const readLoad = optionalJsonBody(LoadRequest);
-
 /** The model repository extension: index, load, unload. */
-export function repositoryController(registry: ModelRegistryView, authToken: string | undefined, logger: Logger) {
+export function repositoryController(
+  registry: ModelRegistryView,
+  limits: { readonly authToken: string | undefined; readonly maxBodyBytes: number },
+  logger: Logger,
+) {
+  const { authToken, maxBodyBytes } = limits;
+  const readIndex = optionalJsonBody(IndexRequest, maxBodyBytes);
+  const readLoad = optionalJsonBody(LoadRequest, maxBodyBytes);
   const tags = ["repository"];
   const adminResponse = { 200: t.Void(), 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
   const change = async (request: Request, name: string, action: "load" | "unload") => {
