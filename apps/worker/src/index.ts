@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { AbstractBackend, Logger } from "@xlaserve/core";
-import { XlaserveError, compileOptionsOf, createLogger } from "@xlaserve/core";
+import { XlaserveError, compileOptionsOf, createLogger, envWarnings } from "@xlaserve/core";
 import { loadConfig, validateConfig } from "@xlaserve/core/config/load.ts";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
@@ -115,6 +115,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   const config = resolveWorkerConfig(overrides);
   const logger = overrides.logger ?? createLogger({ level: config.log.level, format: config.log.format });
   const log = logger.child({ component: "worker" });
+  for (const warning of envWarnings(overrides.env ?? process.env)) log.warn(warning);
 
   // Engine selection (and why).
   let engine: EngineChoice;

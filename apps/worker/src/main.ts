@@ -4,7 +4,7 @@
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { compileOptionsOf, createLogger, elementCount, isXlaserveError, kserveName } from "@xlaserve/core";
+import { compileOptionsOf, createLogger, elementCount, envWarnings, isXlaserveError, kserveName } from "@xlaserve/core";
 import { loadBundle } from "@xlaserve/core/bundle/load.ts";
 import { cacheLs, cachePrune, cacheVerify, precompileRepository } from "@xlaserve/cache";
 import { parseByteSize } from "@xlaserve/cache/cli/out.ts";
@@ -50,7 +50,7 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --queue-depth N      requests queued per model before 429 (default 64)
   --dynamic-batching   coalesce concurrent requests into one execution (more throughput; a
                        request's output may then differ in the last bits with other traffic)
-  --auth-token T       bearer token for the repository load/unload calls
+  --auth-token T       bearer token for the repository load/unload calls (XLASERVE_AUTH_TOKEN)
   --log-level L        debug | info | warn | error (default info)
   --log-format F       json | text (default json)
   --max-bytes N        (cache prune) target size, e.g. 500M, 2G
@@ -189,6 +189,7 @@ async function compile(values: Values, repository: string | undefined): Promise<
   const overrides = overridesFromFlags(values);
   const config = resolveWorkerConfig({ ...overrides, repository: repository ?? overrides.repository });
   const log = createLogger({ level: config.log.level, format: config.log.format });
+  for (const warning of envWarnings(process.env)) log.warn(warning);
   const engine = await chooseEngine(config, log);
   log.info("engine selected", { engine: engine.engine, reason: engine.reason });
   const backend = await createBackend(engine, config);

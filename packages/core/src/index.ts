@@ -5,6 +5,7 @@ export * from "./tensor.ts";
 export * from "./backend.ts";
 export * from "./upload-all.ts";
 export * from "./log.ts";
+export * from "./suggest.ts";
 export * from "./bundle/types.ts";
 export * from "./bundle/problems.ts";
 export * from "./bundle/safetensors.ts";

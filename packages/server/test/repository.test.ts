@@ -39,7 +39,7 @@ describe("model repository extension", () => {
   test("load/unload without a configured token are refused with 403", async () => {
     const r = await post(open.url, "/v2/repository/models/affine/unload", auth);
     expect(r.status).toBe(403);
-    expect(r.body.error).toContain("configure an auth token");
+    expect(r.body.error).toContain("set an auth token (XLASERVE_AUTH_TOKEN");
     expect(open.registry.calls).toEqual([]);
   });
 

@@ -40,7 +40,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const merged = mergeDeep(fileValues, env.values);
   const problems: ConfigProblem[] = env.unknown.map((u) => ({
     path: u.path,
-    expected: "a known setting",
+    expected: `a known setting${u.suggestion ? ` (did you mean ${u.suggestion}?)` : ""}`,
     found: "an unknown setting",
     source: `env ${u.variable}`,
   }));

@@ -11,7 +11,7 @@ export function requireBearer(token: string | undefined, authorization: string |
   if (token === undefined || token === "") {
     throw new HttpError(
       403,
-      "model load/unload is disabled: configure an auth token (server authToken / XLASERVE_AUTH_TOKEN) to enable it",
+      "model load/unload is disabled: set an auth token (XLASERVE_AUTH_TOKEN, --auth-token or server.authToken) to enable it",
     );
   }
   const match = authorization ? /^Bearer\s+(.+)$/i.exec(authorization.trim()) : null;
