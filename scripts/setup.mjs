@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // One-time set-up for `npm start` / `npm test` on a fresh Debian machine that has only Node and npm:
 // installs the workspace's packages (Bun itself comes from npm) and OpenBLAS from Debian's
-// packages. Re-running is cheap: each step checks before it acts.
+// packages, and starts a private PostgreSQL cluster (Debian's package) for the fleet catalog's
+// tests. Re-running is cheap: each step checks before it acts.
 import { execSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { ensurePostgres } from "./postgres.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const log = (msg) => console.error(`[setup] ${msg}`);
@@ -49,3 +51,10 @@ if (!packagesInstalled()) {
   run(existsSync(join(root, "package-lock.json")) ? "npm ci --no-audit --no-fund" : "npm install --no-audit --no-fund");
 }
 ensureOpenBlas();
+
+// The fleet catalog's PostgreSQL tests connect to this cluster; they skip, saying why, without it.
+try {
+  await ensurePostgres();
+} catch (e) {
+  log(`PostgreSQL unavailable (${e.message.split("\n")[0]}): the fleet catalog's PostgreSQL tests will skip`);
+}

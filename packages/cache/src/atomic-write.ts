@@ -22,9 +22,11 @@ function fsyncDir(dir: string): void {
 /**
  * Writes a file so readers see the old content or the new, never a mix: write a temporary file
  * in the same directory (same filesystem, so rename is atomic), fsync it, rename it over the
- * target, fsync the directory.
+ * target, fsync the directory. `durable: false` skips the fsyncs, for copies of data kept
+ * elsewhere too: a copy torn by a crash fails its checks on read and is fetched again.
  */
-export function writeFileAtomic(path: string, bytes: Uint8Array | string): void {
+export function writeFileAtomic(path: string, bytes: Uint8Array | string, opts: { durable?: boolean } = {}): void {
+  const durable = opts.durable ?? true;
   const dir = dirname(path);
   const tmp = join(dir, `${TEMP_PREFIX}${basename(path)}.${process.pid}.${crypto.randomUUID().slice(0, 8)}`);
   const data = typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes;
@@ -32,7 +34,7 @@ export function writeFileAtomic(path: string, bytes: Uint8Array | string): void 
   try {
     let off = 0;
     while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
     rmSync(tmp, { force: true });
@@ -45,5 +47,5 @@ export function writeFileAtomic(path: string, bytes: Uint8Array | string): void 
     rmSync(tmp, { force: true });
     throw e;
   }
-  fsyncDir(dir);
+  if (durable) fsyncDir(dir);
 }

@@ -12,6 +12,7 @@ import { type HeldLock, tryLock } from "./lock.ts";
 import type { CacheCounters } from "./metrics.ts";
 import type { EntryKey, GetOrCompileArgs, GetOrCompileResult } from "./types.ts";
 import type { CacheWarning, WarningSink } from "./warnings.ts";
+import type { Built, ProgramFleet } from "./fleet/fleet.ts";
 
 export interface ResolverDeps {
   readonly store: IndexStore;
@@ -21,6 +22,8 @@ export interface ResolverDeps {
   readonly lockPollMs: number;
   /** Called after the index changed, to refresh the byte and entry totals. */
   readonly onIndexChanged: () => void;
+  /** The shared cache of a fleet, consulted before compiling. */
+  readonly fleet?: ProgramFleet;
 }
 
 type LoadAttempt =
@@ -65,6 +68,7 @@ export class EntryResolver {
           const again = await this.#tryLoad(args, key);
           if (again.kind === "hit") return again.result;
           if (again.kind === "rejected") rejected ??= again.reason;
+          if (this.deps.fleet) return await this.#viaFleet(this.deps.fleet, args, key, source, rejected);
           return await this.#compileAndStore(args, key, source, rejected, true);
         } finally {
           lock.release();
@@ -155,6 +159,7 @@ export class EntryResolver {
         entryPath: key.path,
         partition: key.partition,
         sizeBytes: read.bytes.length,
+        from: "local",
       },
     };
   }
@@ -183,6 +188,45 @@ export class EntryResolver {
     return { kind: "rejected", reason };
   }
 
+  /**
+   * Missing locally: the fleet's copy when it has one (stored locally, then loaded and checked
+   * like any entry), else compiled here under the fleet's lease and published.
+   */
+  async #viaFleet(
+    fleet: ProgramFleet,
+    args: GetOrCompileArgs,
+    key: EntryKey,
+    source: ModuleSource,
+    rejected: string | undefined,
+  ): Promise<GetOrCompileResult> {
+    const label = `${args.bundle.name}/${args.module.file}`;
+    const expected = {
+      identity: key.identity,
+      partition: key.partition,
+      sourceHash: args.module.sha256,
+      optionsHash: key.optionsHash,
+    };
+    const check = (bytes: Uint8Array) => {
+      const r = checkEntry(bytes, expected);
+      return r.ok ? null : `${r.reason}: ${r.detail}`;
+    };
+    const got = await fleet.obtain(key, check, () => this.#build(args, key, source), label);
+    if (got.kind === "fetched") {
+      // The local copy needs no fsync: a torn one fails its checks and is fetched again.
+      if (this.#storeLocal(args, key, got.bytes, null, false)) {
+        const loaded = await this.#tryLoad(args, key);
+        if (loaded.kind === "hit") return { ...loaded.result, from: "fleet" };
+        await fleet.drop(got.program, loaded.kind === "rejected" ? loaded.reason : "vanished", label);
+        rejected ??= loaded.kind === "rejected" ? loaded.reason : undefined;
+      }
+      return await this.#compileAndStore(args, key, source, rejected, true);
+    }
+    const { built } = got;
+    if (rejected) this.deps.counters.recompiles++;
+    this.#storeLocal(args, key, built.bytes, built.compileMs, true);
+    return this.#compiledResult(built, key, rejected);
+  }
+
   async #compileAndStore(
     args: GetOrCompileArgs,
     key: EntryKey,
@@ -190,6 +234,28 @@ export class EntryResolver {
     rejected: string | undefined,
     store: boolean,
   ): Promise<GetOrCompileResult> {
+    const built = await this.#build(args, key, source, store);
+    if (rejected) this.deps.counters.recompiles++;
+    if (store && built.bytes.length > 0) this.#storeLocal(args, key, built.bytes, built.compileMs, true);
+    return this.#compiledResult(built, key, rejected);
+  }
+
+  #compiledResult(built: Built<Executable>, key: EntryKey, rejected: string | undefined): GetOrCompileResult {
+    return {
+      executable: built.executable,
+      outcome: rejected ? "recompiled" : "miss",
+      compileMs: built.compileMs,
+      loadMs: null,
+      entryPath: key.path,
+      partition: key.partition,
+      sizeBytes: built.bytes.length,
+      from: "compile",
+      ...(rejected ? { rejected } : {}),
+    };
+  }
+
+  /** Compiles and encodes the entry (empty bytes when it is not to be stored or cannot be). */
+  async #build(args: GetOrCompileArgs, key: EntryKey, source: ModuleSource, encode = true): Promise<Built<Executable>> {
     const t0 = performance.now();
     let executable: Executable;
     try {
@@ -201,45 +267,55 @@ export class EntryResolver {
     const c = this.deps.counters;
     c.compiles++;
     c.misses++;
-    if (rejected) c.recompiles++;
     c.compileMsTotal += compileMs;
-    let sizeBytes = 0;
-    if (store) {
-      try {
-        const payload = await args.backend.serialize(executable);
-        const createdAt = Date.now();
-        const bytes = encodeEntry(
-          { identity: key.identity, partition: key.partition, moduleFile: args.module.file, compileMs, createdAt },
-          args.module.sha256,
-          key.optionsHash,
-          payload,
-        );
-        writeFileAtomic(key.path, bytes);
-        sizeBytes = bytes.length;
-        c.bytesWritten += sizeBytes;
-        this.#upsertRow(args, key, sizeBytes, compileMs, createdAt, { loadMs: null, lastHitAt: null, hitCount: 0 });
-        this.deps.onIndexChanged();
-      } catch (e) {
-        // The program is still good to serve; only the next start pays for the compile again.
-        this.deps.warn({
-          kind: "write-failed",
-          code: "CACHE_CORRUPT",
-          message: `could not store the program for ${args.bundle.name}/${args.module.file}: ${(e as Error).message}`,
-          path: key.path,
-          bundle: args.bundle.name,
-        });
-      }
+    if (!encode) return { executable, compileMs, bytes: new Uint8Array(0) };
+    try {
+      const payload = await args.backend.serialize(executable);
+      const facts = {
+        identity: key.identity,
+        partition: key.partition,
+        moduleFile: args.module.file,
+        compileMs,
+        createdAt: Date.now(),
+      };
+      return { executable, compileMs, bytes: encodeEntry(facts, args.module.sha256, key.optionsHash, payload) };
+    } catch (e) {
+      // The program is still good to serve; only the next start pays for the compile again.
+      this.#writeFailed(args, key, e);
+      return { executable, compileMs, bytes: new Uint8Array(0) };
     }
-    return {
-      executable,
-      outcome: rejected ? "recompiled" : "miss",
-      compileMs,
-      loadMs: null,
-      entryPath: key.path,
-      partition: key.partition,
-      sizeBytes,
-      ...(rejected ? { rejected } : {}),
-    };
+  }
+
+  /** Writes the entry file and its row; false (and a warning) when the file cannot be written. */
+  #storeLocal(
+    args: GetOrCompileArgs,
+    key: EntryKey,
+    bytes: Uint8Array,
+    compileMs: number | null,
+    durable: boolean,
+  ): boolean {
+    try {
+      writeFileAtomic(key.path, bytes, { durable });
+    } catch (e) {
+      this.#writeFailed(args, key, e);
+      return false;
+    }
+    this.deps.counters.bytesWritten += bytes.length;
+    if (compileMs !== null) {
+      this.#upsertRow(args, key, bytes.length, compileMs, Date.now(), { loadMs: null, lastHitAt: null, hitCount: 0 });
+      this.deps.onIndexChanged();
+    }
+    return true;
+  }
+
+  #writeFailed(args: GetOrCompileArgs, key: EntryKey, e: unknown): void {
+    this.deps.warn({
+      kind: "write-failed",
+      code: "CACHE_CORRUPT",
+      message: `could not store the program for ${args.bundle.name}/${args.module.file}: ${(e as Error).message}`,
+      path: key.path,
+      bundle: args.bundle.name,
+    });
   }
 
   /**

@@ -34,3 +34,8 @@ export {
   type PrecompileSummary,
 } from "./cli/index.ts";
 export type { OutStream } from "./cli/out.ts";
+export { ProgramFleet, type FleetOptions, type FleetCounters, blobName, programKey } from "./fleet/fleet.ts";
+export { Catalog, type LeaseAttempt } from "./fleet/catalog.ts";
+export { openCatalogDb, maskUrl, type CatalogConnection, SQLITE_CATALOG_FILE } from "./fleet/catalog-db.ts";
+export { openBlobStore, type BlobStore } from "./fleet/blob-store.ts";
+export type { CatalogProgram, CatalogCompile } from "./fleet/catalog-schema.ts";

@@ -17,6 +17,7 @@ import { type ReconcileReport, reconcileBundle } from "./reconcile.ts";
 import { type SyncResult, syncModuleHashes } from "./sync-modules.ts";
 import type { BundleWithModules, CacheBundle, EntryKey, GetOrCompileArgs, GetOrCompileResult } from "./types.ts";
 import { type VerifyReport, verifyBundles } from "./verify.ts";
+import { type FleetOptions, ProgramFleet } from "./fleet/fleet.ts";
 import type { CacheWarning, WarningSink } from "./warnings.ts";
 
 export interface ProgramCacheOptions {
@@ -33,6 +34,11 @@ export interface ProgramCacheOptions {
   readonly lockStaleMs?: number;
   /** How often a process waiting for another's compile looks again. Default 25 ms. */
   readonly lockPollMs?: number;
+  /**
+   * A fleet's shared cache (catalog and blob store): a program missing here is fetched from it,
+   * or compiled once across all its workers. Absent: this cache is the worker's own.
+   */
+  readonly fleet?: FleetOptions;
 }
 
 /**
@@ -52,6 +58,8 @@ export class ProgramCache {
   readonly #staleMs: number;
   readonly #pollMs: number;
   readonly #known = new Map<string, string>();
+  /** The fleet's shared cache, when configured. */
+  readonly fleet: ProgramFleet | null;
   #closed = false;
 
   private constructor(
@@ -60,7 +68,9 @@ export class ProgramCache {
     dbPath: string,
     opts: ProgramCacheOptions,
     warn: WarningSink,
+    fleet: ProgramFleet | null,
   ) {
+    this.fleet = fleet;
     this.#store = store;
     this.#sqlite = sqlite;
     this.dbPath = dbPath;
@@ -74,14 +84,16 @@ export class ProgramCache {
       lockStaleMs: this.#staleMs,
       lockPollMs: this.#pollMs,
       onIndexChanged: () => this.#refreshTotals(),
+      ...(fleet ? { fleet } : {}),
     });
   }
 
   static async open(opts: ProgramCacheOptions): Promise<ProgramCache> {
     const dbPath = resolve(opts.dbPath ?? defaultDbPath(opts.stateDir));
     const warn: WarningSink = opts.onWarning ?? ((w: CacheWarning) => console.warn(`[cache] ${w.message}`));
+    const fleet = opts.fleet ? await ProgramFleet.open(opts.fleet, resolve(opts.stateDir), warn) : null;
     const { sqlite, db } = await openIndexDb(dbPath, warn);
-    const cache = new ProgramCache(new IndexStore(db, sqlite), sqlite, dbPath, opts, warn);
+    const cache = new ProgramCache(new IndexStore(db, sqlite), sqlite, dbPath, opts, warn, fleet);
     cache.#store.dropVanishedBundles();
     for (const b of cache.#store.bundles()) cache.#known.set(b.dir, b.name);
     // Known bundles are re-checked against their files now, so a stale index never drives
@@ -192,7 +204,11 @@ export class ProgramCache {
     if (this.#closed) return;
     this.#closed = true;
     this.#sqlite.close();
+    this.closed = this.fleet?.close() ?? Promise.resolve();
   }
+
+  /** Settles once a closed cache has let go of the fleet's catalog connection. */
+  closed: Promise<void> = Promise.resolve();
 
   #register(bundle: CacheBundle): BundleRef {
     const dir = resolve(bundle.dir);

@@ -50,6 +50,11 @@ export interface GetOrCompileResult {
   readonly sizeBytes: number;
   /** For "recompiled": why the stored entry was rejected. */
   readonly rejected?: string;
+  /**
+   * Where the program came from: this bundle's `.cache/` ("local"), the fleet's shared store
+   * ("fleet", now also stored locally) or a compile here ("compile").
+   */
+  readonly from?: "local" | "fleet" | "compile";
 }
 
 /** Everything the cache derives from one getOrCompile call. */

@@ -14,7 +14,9 @@ export type CacheWarningKind =
   | "module-changed"
   | "hashes-file-invalid"
   | "index-repaired"
-  | "index-reset";
+  | "index-reset"
+  | "fleet-unavailable"
+  | "fleet-bad-blob";
 
 export interface CacheWarning {
   readonly kind: CacheWarningKind;
