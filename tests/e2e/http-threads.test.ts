@@ -131,7 +131,9 @@ describe("several HTTP threads on one port", () => {
     // The threads report every 100 ms: wait until the count has caught up, then check it exactly.
     const counted = async () => {
       const metrics = text((await fresh("/metrics")).bytes);
-      const line = metrics.split("\n").find((l) => l.startsWith('worker_requests_total{model="mlp",status="200"}'));
+      const line = metrics
+        .split("\n")
+        .find((l) => l.startsWith('worker_requests_total{model="mlp",status="200",protocol="http"}'));
       return Number(line?.split(" ").at(-1));
     };
     await waitFor(async () => ((await counted()) >= sent ? true : null), 10_000);

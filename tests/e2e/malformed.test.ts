@@ -362,10 +362,12 @@ const CASES: Case[] = [
     error: ['requested output "logits"', "classification"],
   },
   {
-    name: "shared memory input",
-    body: json({ inputs: [mlpInput({ data: undefined, parameters: { shared_memory_region: "r0" } })] }),
+    name: "shared memory input of a region never registered",
+    body: json({
+      inputs: [mlpInput({ data: undefined, parameters: { shared_memory_region: "r0", shared_memory_byte_size: 256 } })],
+    }),
     status: 400,
-    error: ['input "features"', "shared memory is not supported"],
+    error: ['input "features"', 'shared-memory region "r0" is not registered'],
   },
   // The binary tensor data extension.
   {
@@ -481,7 +483,7 @@ describe("malformed requests", () => {
     expect(Math.abs(sum - 1)).toBeLessThan(1e-4);
     // The malformed requests were counted as client errors, not lost.
     const metrics = await (await fetch(`${target.url}/metrics`)).text();
-    expect(metrics).toMatch(/worker_requests_total\{model="mlp",status="400"\} \d+/);
+    expect(metrics).toMatch(/worker_requests_total\{model="mlp",status="400",protocol="http"\} \d+/);
   });
 
   test("the two-input BOOL/INT8 bundle answers a valid request exactly", async () => {

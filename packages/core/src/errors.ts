@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   CACHE_PARTITION_MISMATCH: "a cache entry belongs to another backend identity",
   OUT_OF_MEMORY: "the device or budget cannot hold the request",
   QUEUE_FULL: "a model's request queue is full",
+  DEADLINE_EXCEEDED: "the request's deadline passed before it could run",
   SHUTTING_DOWN: "the worker is draining and accepts no new work",
   UNAUTHORIZED: "the call needs a valid bearer token",
   INVALID_ARGUMENT: "an argument is malformed",

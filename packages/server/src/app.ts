@@ -9,16 +9,20 @@ import { InferService } from "./infer/service.ts";
 import { metadataController } from "./metadata/controller.ts";
 import { metricsController } from "./metrics/controller.ts";
 import { repositoryController } from "./repository/controller.ts";
+import { sharedMemoryController } from "./shared-memory/controller.ts";
+import { SharedMemoryRegistry } from "./shared-memory/registry.ts";
 import { statsController } from "./stats/controller.ts";
 
 /**
  * The worker's HTTP API: KServe v2 / Open Inference Protocol with Triton's binary tensor data,
- * model repository and statistics extensions, plus /metrics and an OpenAPI document.
+ * model repository, statistics and system shared memory extensions, plus /metrics and an OpenAPI
+ * document. Pass the worker's `sharedMemory` registry so that the gRPC service sees the same regions.
  */
 export function createServerApp(options: ServerAppOptions) {
   const { registry, logger, config, metrics } = options;
   const { maxBodyBytes } = config;
-  const infer = new InferService({ registry, metrics, logger, maxBodyBytes });
+  const sharedMemory = options.sharedMemory ?? new SharedMemoryRegistry();
+  const infer = new InferService({ registry, metrics, logger, maxBodyBytes, sharedMemory });
   return new Elysia({
     name: "xlaserve.server",
     // Bun's own limit is only a backstop (its 413 has no JSON body); every route that reads a
@@ -59,6 +63,7 @@ export function createServerApp(options: ServerAppOptions) {
     .use(metadataController(registry))
     .use(statsController(registry))
     .use(repositoryController(registry, { authToken: config.authToken, maxBodyBytes }, logger))
+    .use(sharedMemoryController(sharedMemory, maxBodyBytes))
     .use(metricsController(metrics));
 }
 

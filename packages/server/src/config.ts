@@ -2,6 +2,7 @@ import type { Logger } from "@xlaserve/core";
 import type { ModelRegistryView } from "./contract.ts";
 import type { ReadinessMode } from "./health/readiness.ts";
 import type { Metrics } from "./metrics/metrics.ts";
+import type { SharedMemoryRegistry } from "./shared-memory/registry.ts";
 
 /** The HTTP layer's own settings; the worker fills them from its configuration. */
 export interface ServerConfig {
@@ -24,6 +25,8 @@ export interface ServerAppOptions {
   readonly logger: Logger;
   readonly config: ServerConfig;
   readonly metrics: Metrics;
+  /** The registered shared-memory regions, shared with the gRPC service; a new one when absent. */
+  readonly sharedMemory?: SharedMemoryRegistry;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;

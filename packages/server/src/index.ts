@@ -6,3 +6,12 @@ export { statusForCode, HttpError } from "./http-error.ts";
 export { SERVER_EXTENSIONS } from "./metadata/service.ts";
 export type * from "./contract.ts";
 export { InferService, type RequestCounter } from "./infer/service.ts";
+export {
+  startGrpcServer,
+  DEFAULT_GRPC_MAX_MESSAGE_BYTES,
+  type GrpcServerOptions,
+  type GrpcTls,
+  type RunningGrpcServer,
+} from "./grpc/server.ts";
+export { InferenceClient } from "./grpc/client.ts";
+export { SharedMemoryRegistry, isSameIpcNamespace } from "./shared-memory/registry.ts";

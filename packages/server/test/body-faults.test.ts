@@ -58,11 +58,11 @@ describe("client errors are 4xx, never 500", () => {
     );
     await hangUpMidBody("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 1000", '{"rea');
     let metrics = "";
-    for (let i = 0; i < 100 && !metrics.includes('status="499"} 2'); i++) {
+    for (let i = 0; i < 100 && !metrics.includes('status="499",protocol="http"} 2'); i++) {
       await Bun.sleep(20);
       metrics = await (await fetch(`${h.url}/metrics`)).text();
     }
-    expect(metrics).toContain('worker_requests_total{model="mlp",status="499"} 2');
+    expect(metrics).toContain('worker_requests_total{model="mlp",status="499",protocol="http"} 2');
     expect(metrics).not.toContain('status="500"');
     const failures = h.logs.slice(before).filter((l) => l.level === "warn" || l.level === "error");
     expect(failures).toEqual([]);

@@ -72,9 +72,9 @@ describe("error mapping", () => {
     });
     expect(ok.status).toBe(200);
     const text = await (await fetch(`${h.url}/metrics`)).text();
-    expect(text).toContain('worker_requests_total{model="faulty",status="429"} 1');
-    expect(text).toContain('worker_requests_total{model="faulty",status="507"} 1');
-    expect(text).toContain('worker_requests_total{model="cold",status="503"} 1');
+    expect(text).toContain('worker_requests_total{model="faulty",status="429",protocol="http"} 1');
+    expect(text).toContain('worker_requests_total{model="faulty",status="507",protocol="http"} 1');
+    expect(text).toContain('worker_requests_total{model="cold",status="503",protocol="http"} 1');
   });
 
   test("one log line per request: debug on success, warn with the error on failure", async () => {

@@ -10,6 +10,9 @@ import {
 } from "@xlaserve/core";
 import type { ServedModel } from "../contract.ts";
 import { badRequest } from "../http-error.ts";
+import { planSharedOutput, readSharedInput } from "../shared-memory/tensors.ts";
+import type { SharedMemoryRegistry } from "../shared-memory/registry.ts";
+import { SHM_REGION, type SharedTensorRef, sharedTensorRef } from "../shared-memory/tensor-params.ts";
 import { decodeJsonData } from "./decode-data.ts";
 import type { InferRequestBody } from "./model.ts";
 import { clientShape, describeSpec, modelIndex } from "./model-index.ts";
@@ -18,6 +21,12 @@ import { clientShape, describeSpec, modelIndex } from "./model-index.ts";
 export interface OutputPlan {
   readonly name: string;
   readonly binary: boolean;
+  /** Where the output goes instead of the answer: a checked view of a shared-memory region. */
+  readonly shared?: SharedOutput;
+}
+
+export interface SharedOutput extends SharedTensorRef {
+  readonly target: Uint8Array;
 }
 
 export interface DecodedRequest {
@@ -26,11 +35,35 @@ export interface DecodedRequest {
   readonly outputs: readonly OutputPlan[];
 }
 
-const UNSUPPORTED_PARAMETERS = ["shared_memory_region", "shared_memory_byte_size", "shared_memory_offset"];
+/** What every transport's input tensors have in common (REST's JSON objects, gRPC's messages). */
+export interface InputHead {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+  readonly parameters?: Readonly<Record<string, unknown>> | undefined;
+}
+
+export interface OutputHead {
+  readonly name: string;
+  readonly parameters?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** A transport's part of decoding: where an input's elements are, once its head is checked. */
+export interface InputReader<T extends InputHead> {
+  read(input: T, dtype: DType, count: number, label: string): HostTypedArray;
+  /** The input carries elements of its own, which cannot go with a shared-memory region. */
+  hasOwnData(input: T): boolean;
+}
+
+export interface DecodedInputs {
+  readonly inputs: Map<string, HostTensor>;
+  /** The request's batch size, or -1 when no input has a batch axis. */
+  readonly batch: number;
+}
 
 /**
- * Checks a request against the model's specs and decodes its tensors: names, datatypes, shapes,
- * batch sizes, element counts and binary byte lengths, all before the model sees anything.
+ * Checks a REST request against the model's specs and decodes its tensors: names, datatypes,
+ * shapes, batch sizes, element counts and binary byte lengths, all before the model sees anything.
  * `binary` is the section after the JSON header (empty without the binary extension);
  * `headerBytes` the JSON header's length, which bounds how many elements its data can hold.
  */
@@ -39,14 +72,59 @@ export function decodeInferRequest(
   body: InferRequestBody,
   binary: Uint8Array,
   headerBytes: number,
+  sharedMemory?: SharedMemoryRegistry,
 ): DecodedRequest {
+  let binaryOffset = 0;
+  type Input = InferRequestBody["inputs"][number];
+  const reader: InputReader<Input> = {
+    hasOwnData: (input) =>
+      input.data !== undefined ||
+      (input.parameters?.binary_data_size !== undefined && input.parameters.binary_data_size !== null),
+    read: (input, dtype, count, label) => {
+      const binarySize = input.parameters?.binary_data_size;
+      if (binarySize !== undefined && binarySize !== null) {
+        if (input.data !== undefined) throw badRequest(`${label} has both data and parameters.binary_data_size`);
+        if (typeof binarySize !== "number" || !Number.isInteger(binarySize) || binarySize < 0) {
+          throw badRequest(`${label}: parameters.binary_data_size must be a non-negative integer`);
+        }
+        const data = decodeBinary(label, dtype, input.shape, count, binary, binaryOffset, binarySize);
+        binaryOffset += binarySize;
+        return data;
+      }
+      if (input.data === undefined) {
+        throw badRequest(`${label} has neither data nor parameters.binary_data_size`);
+      }
+      return decodeJsonData(label, dtype, input.shape, count, input.data, headerBytes);
+    },
+  };
+  const { inputs, batch } = decodeInputs(model, body.inputs, reader, sharedMemory);
+  if (binaryOffset !== binary.byteLength) {
+    throw badRequest(
+      `the binary section after the JSON header is ${binary.byteLength} bytes but the inputs' binary_data_size add up to ${binaryOffset}`,
+    );
+  }
+  checkMissing(model, inputs);
+  const allBinary = flag("parameters.binary_data_output", body.parameters?.binary_data_output) ?? false;
+  return { id: body.id, inputs, outputs: planOutputs(model, body.outputs, allBinary, batch, sharedMemory) };
+}
+
+/**
+ * The checks every transport shares, input by input: known and unrepeated names, datatype, rank
+ * and fixed dims, one batch size within the model's maximum; then the elements, from a
+ * shared-memory region or from the transport's reader.
+ */
+export function decodeInputs<T extends InputHead>(
+  model: ServedModel,
+  list: readonly T[],
+  reader: InputReader<T>,
+  sharedMemory: SharedMemoryRegistry | undefined,
+): DecodedInputs {
   const index = modelIndex(model);
   const inputs = new Map<string, HostTensor>();
-  let binaryOffset = 0;
   let batch = -1;
   let batchFrom = "";
-  for (let i = 0; i < body.inputs.length; i++) {
-    const input = body.inputs[i] as InferRequestBody["inputs"][number];
+  for (let i = 0; i < list.length; i++) {
+    const input = list[i] as T;
     const label = `input "${input.name}"`;
     if (inputs.has(input.name)) throw badRequest(`${label} appears more than once`);
     const spec = index.inputs.get(input.name);
@@ -63,38 +141,27 @@ export function decodeInferRequest(
       batchFrom = label;
     }
     const count = product(input.shape);
-    const params = input.parameters;
-    checkUnsupported(label, params);
-    const binarySize = params?.binary_data_size;
+    const shared = sharedTensorRef(label, input.parameters);
     let data: HostTypedArray;
-    if (binarySize !== undefined && binarySize !== null) {
-      if (input.data !== undefined) throw badRequest(`${label} has both data and parameters.binary_data_size`);
-      if (typeof binarySize !== "number" || !Number.isInteger(binarySize) || binarySize < 0) {
-        throw badRequest(`${label}: parameters.binary_data_size must be a non-negative integer`);
-      }
-      data = decodeBinary(label, dtype, input.shape, count, binary, binaryOffset, binarySize);
-      binaryOffset += binarySize;
+    if (shared) {
+      if (reader.hasOwnData(input)) throw badRequest(`${label} has both its own data and parameters.${SHM_REGION}`);
+      data = readSharedInput(label, dtype, input.shape, count, shared, sharedMemory);
     } else {
-      if (input.data === undefined) {
-        throw badRequest(`${label} has neither data nor parameters.binary_data_size`);
-      }
-      data = decodeJsonData(label, dtype, input.shape, count, input.data, headerBytes);
+      data = reader.read(input, dtype, count, label);
     }
     inputs.set(input.name, { dtype, shape: input.shape, data });
   }
-  if (binaryOffset !== binary.byteLength) {
-    throw badRequest(
-      `the binary section after the JSON header is ${binary.byteLength} bytes but the inputs' binary_data_size add up to ${binaryOffset}`,
-    );
-  }
-  if (inputs.size !== index.inputs.size) {
-    for (const spec of model.inputs) {
-      if (!inputs.has(spec.name)) {
-        throw badRequest(`missing input "${spec.name}" (${describeSpec(spec)}) for model "${model.name}"`);
-      }
+  return { inputs, batch };
+}
+
+/** Every input the model takes is there (after the transport's own checks of what it read). */
+export function checkMissing(model: ServedModel, inputs: ReadonlyMap<string, HostTensor>): void {
+  if (inputs.size === model.inputs.length) return;
+  for (const spec of model.inputs) {
+    if (!inputs.has(spec.name)) {
+      throw badRequest(`missing input "${spec.name}" (${describeSpec(spec)}) for model "${model.name}"`);
     }
   }
-  return { id: body.id, inputs, outputs: planOutputs(model, body) };
 }
 
 function checkDatatype(label: string, spec: TensorSpec, datatype: string): DType {
@@ -175,42 +242,51 @@ function decodeBinary(
   return bytesAsTyped(dtype, bytes);
 }
 
-function planOutputs(model: ServedModel, body: InferRequestBody): OutputPlan[] {
+/**
+ * The outputs to return (every output when none is asked for), each checked: known, unrepeated,
+ * no classification, and a shared-memory target within its region and large enough for the
+ * output where the output's size is known before the run (`batch` from the inputs).
+ */
+export function planOutputs(
+  model: ServedModel,
+  requested: readonly OutputHead[] | undefined,
+  allBinary: boolean,
+  batch: number,
+  sharedMemory: SharedMemoryRegistry | undefined,
+): OutputPlan[] {
   const index = modelIndex(model);
-  const allBinary = flag("parameters.binary_data_output", body.parameters?.binary_data_output) ?? false;
-  if (!body.outputs || body.outputs.length === 0) {
+  if (!requested || requested.length === 0) {
     return model.outputs.map((spec) => ({ name: spec.name, binary: allBinary }));
   }
   const plans: OutputPlan[] = [];
   const seen = new Set<string>();
-  for (const output of body.outputs) {
+  for (const output of requested) {
     const label = `requested output "${output.name}"`;
-    if (!index.outputs.has(output.name)) {
+    const spec = index.outputs.get(output.name);
+    if (!spec) {
       throw badRequest(`unknown ${label}; model "${model.name}" produces: ${index.outputNames}`);
     }
     if (seen.has(output.name)) throw badRequest(`${label} appears more than once`);
     seen.add(output.name);
-    checkUnsupported(label, output.parameters);
     if (output.parameters?.classification !== undefined) {
       throw badRequest(`${label}: the classification extension is not supported`);
     }
     const binary = flag(`${label}: parameters.binary_data`, output.parameters?.binary_data) ?? allBinary;
-    plans.push({ name: output.name, binary });
+    const ref = sharedTensorRef(label, output.parameters);
+    if (ref) {
+      const shared = planSharedOutput(label, spec, batch, ref, sharedMemory);
+      plans.push({ name: output.name, binary: false, shared });
+    } else {
+      plans.push({ name: output.name, binary });
+    }
   }
   return plans;
 }
 
-function flag(what: string, value: unknown): boolean | undefined {
+export function flag(what: string, value: unknown): boolean | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "boolean") throw badRequest(`${what} must be true or false`);
   return value;
-}
-
-function checkUnsupported(label: string, params: Record<string, unknown> | undefined): void {
-  if (!params) return;
-  for (const key of UNSUPPORTED_PARAMETERS) {
-    if (params[key] !== undefined) throw badRequest(`${label}: parameters.${key}: shared memory is not supported`);
-  }
 }
 
 function product(shape: readonly number[]): number {

@@ -7,6 +7,7 @@ import {
   kserveName,
   tensorBytes,
 } from "@xlaserve/core";
+import type { SharedTensorRef } from "../shared-memory/tensor-params.ts";
 import type { OutputPlan } from "./decode-request.ts";
 
 const encoder = new TextEncoder();
@@ -41,7 +42,9 @@ export function encodeInferResponse(
     const tensor = results.get(plan.name);
     if (!tensor) throw new XlaserveError("INTERNAL", `the model returned no output "${plan.name}"`);
     json += (i > 0 ? "," : "") + outputHead(plan.name, tensor.dtype) + tensor.shape.join(",");
-    if (plan.binary) {
+    if (plan.shared) {
+      json += `],"parameters":${sharedParamsJson(plan.shared, tensor.data.byteLength)}}`;
+    } else if (plan.binary) {
       const bytes = tensorBytes(tensor);
       binaryParts.push(bytes);
       binaryBytes += bytes.byteLength;
@@ -68,6 +71,12 @@ export function encodeInferResponse(
       "inference-header-content-length": String(header.byteLength),
     },
   });
+}
+
+/** Where a shared-memory output went, as Triton reports it. */
+function sharedParamsJson(shared: SharedTensorRef, bytes: number): string {
+  const offset = shared.offset > 0 ? `,"shared_memory_offset":${shared.offset}` : "";
+  return `{"shared_memory_region":${JSON.stringify(shared.region)},"shared_memory_byte_size":${bytes}${offset}}`;
 }
 
 /**

@@ -1,17 +1,22 @@
-import type { Logger } from "@xlaserve/core";
+import type { HostTensor, Logger } from "@xlaserve/core";
 import { XlaserveError, asXlaserveError } from "@xlaserve/core";
 import type { ModelRegistryView, ServedModel } from "../contract.ts";
 import { findModel } from "../metadata/service.ts";
 import { CLIENT_CLOSED, HttpError, clientClosed, errorResponse, statusForCode } from "../http-error.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { readBody } from "../read-body.ts";
+import type { SharedMemoryRegistry } from "../shared-memory/registry.ts";
+import { writeSharedOutputs } from "../shared-memory/tensors.ts";
 import { HEADER_LENGTH, splitBody } from "./body.ts";
-import { decodeInferRequest } from "./decode-request.ts";
-import { encodeInferResponse } from "./encode-response.ts";
+import { type DecodedRequest, type OutputPlan, decodeInferRequest } from "./decode-request.ts";
+import { type ResponseHead, encodeInferResponse } from "./encode-response.ts";
 import { checkEnvelope } from "./envelope.ts";
 
 /** Where each answered request is counted (the server's Metrics, or an HTTP thread's tally of it). */
 export type RequestCounter = Pick<Metrics, "requestDone">;
+
+/** The transport a request came in on: the `protocol` label of the request metrics. */
+export type Protocol = "http" | "grpc";
 
 export interface InferServiceOptions {
   readonly registry: Pick<ModelRegistryView, "getModel"> &
@@ -19,78 +24,171 @@ export interface InferServiceOptions {
   readonly metrics: RequestCounter;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
+  /** The regions tensors may name (Triton's system shared memory); without it they are refused. */
+  readonly sharedMemory?: SharedMemoryRegistry;
+}
+
+/** What the transport may learn while decoding, for the log line of a request that then fails. */
+export interface DecodeContext {
+  id: string | undefined;
 }
 
 /**
- * One infer request from raw body to Response: every error becomes its {"error"} answer here, so
- * each request is counted, timed and logged exactly once whatever happened to it.
+ * One request as a transport hands it over: how to decode it against the model, how to encode
+ * the answer and how to answer a failure. The service does the rest, the same for every transport.
+ */
+export interface InferCall<R> {
+  readonly protocol: Protocol;
+  readonly modelName: string;
+  readonly version: string | undefined;
+  /**
+   * A model the caller has already chosen (an HTTP thread's replica, pinned for the whole request
+   * so that a swap meanwhile cannot change the model under it); otherwise the registry's.
+   */
+  readonly picked?: ServedModel;
+  /** Aborted when the client goes away or its deadline passes: a queued run is then dropped. */
+  readonly signal?: AbortSignal;
+  /** performance.now() past which the request is refused before it runs (DEADLINE_EXCEEDED). */
+  readonly deadline?: number;
+  /** Reads what the transport must read before the model is known (the gRPC message). */
+  parse?(): void;
+  decode(model: ServedModel, context: DecodeContext): DecodedRequest | Promise<DecodedRequest>;
+  encode(head: ResponseHead, plans: readonly OutputPlan[], results: ReadonlyMap<string, HostTensor>): R;
+  /** The status label of a success ("200", "OK"). */
+  readonly okStatus: string;
+  /** A failure's answer and its status label. */
+  fail(error: unknown): { answer: R; status: string };
+}
+
+/**
+ * One infer request from its transport's form to the answer: every error becomes that
+ * transport's error answer here, so each request is counted, timed and logged exactly once
+ * whatever happened to it. The REST and gRPC transports both run through `execute`.
  */
 export class InferService {
   constructor(private readonly options: InferServiceOptions) {}
 
-  /**
-   * `picked`: a model the caller has already chosen (an HTTP thread's replica, pinned for the
-   * whole request so that a swap meanwhile cannot change the model under it); otherwise the
-   * registry's model of that name and version.
-   */
-  async handle(
-    request: Request,
-    modelName: string,
-    version: string | undefined,
-    picked?: ServedModel,
-  ): Promise<Response> {
+  get sharedMemory(): SharedMemoryRegistry | undefined {
+    return this.options.sharedMemory;
+  }
+
+  /** A REST request (`picked`: see InferCall). */
+  handle(request: Request, modelName: string, version: string | undefined, picked?: ServedModel): Promise<Response> {
+    const { maxBodyBytes, sharedMemory } = this.options;
+    return this.execute<Response>({
+      protocol: "http",
+      modelName,
+      version,
+      picked,
+      signal: request.signal,
+      decode: async (model, context) => {
+        const bytes = await readBody(request, maxBodyBytes);
+        const split = splitBody(request.headers.get(HEADER_LENGTH), bytes);
+        const body = checkEnvelope(split.header);
+        context.id = body.id;
+        return decodeInferRequest(model, body, split.binary, split.headerBytes, sharedMemory);
+      },
+      encode: encodeInferResponse,
+      okStatus: "200",
+      fail: (error) => {
+        const status = statusOf(error);
+        return { answer: errorResponse(status, messageOf(error)), status: String(status) };
+      },
+    });
+  }
+
+  async execute<R>(call: InferCall<R>): Promise<R> {
     const start = performance.now();
+    const context: DecodeContext = { id: undefined };
     let label = "_unknown";
-    let id: string | undefined;
-    let response: Response;
+    let answer: R;
+    let status: string;
     let failure: string | undefined;
+    let abandoned = false;
     try {
-      const model = picked ?? findModel(this.options.registry, modelName, version);
+      call.parse?.();
+      const model = call.picked ?? findModel(this.options.registry, call.modelName, call.version);
       label = model.name;
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
-      const { maxBodyBytes } = this.options;
-      const bytes = await readBody(request, maxBodyBytes);
-      const split = splitBody(request.headers.get(HEADER_LENGTH), bytes);
-      const body = checkEnvelope(split.header);
-      id = body.id;
-      const decoded = decodeInferRequest(model, body, split.binary, split.headerBytes);
-      const results = await model.infer({ id: decoded.id, inputs: decoded.inputs, signal: request.signal });
-      response = encodeInferResponse(
+      const decoded = await call.decode(model, context);
+      context.id = decoded.id;
+      if (call.deadline !== undefined && performance.now() >= call.deadline) {
+        throw new XlaserveError("DEADLINE_EXCEEDED", "the request's deadline passed before it could run");
+      }
+      const results = await model.infer({ id: decoded.id, inputs: decoded.inputs, signal: call.signal });
+      writeSharedOutputs(decoded.outputs, results);
+      answer = call.encode(
         { modelName: model.name, modelVersion: model.version, id: decoded.id },
         decoded.outputs,
         results,
       );
+      status = call.okStatus;
     } catch (error) {
-      // Whatever failed once the client hung up (its body read, a run it aborted) is its doing.
-      const cause = request.signal.aborted ? clientClosed() : error;
-      failure = (cause as Error).message ?? String(cause);
-      response = errorResponse(statusOf(cause), failure);
+      const cause = causeOf(error, call);
+      failure = messageOf(cause);
+      abandoned = cause instanceof HttpError && cause.status === CLIENT_CLOSED;
+      ({ answer, status } = call.fail(cause));
     }
     const seconds = (performance.now() - start) / 1000;
     const { metrics, logger } = this.options;
-    const status = String(response.status);
-    metrics.requestDone(label, status, seconds);
-    if (failure !== undefined && response.status === CLIENT_CLOSED) {
-      logger.debug("infer abandoned by the client", { model: modelName, version, ms: round(seconds * 1000), id });
+    metrics.requestDone(label, status, seconds, call.protocol);
+    if (abandoned) {
+      logger.debug("infer abandoned by the client", {
+        model: call.modelName,
+        version: call.version,
+        protocol: call.protocol,
+        ms: round(seconds * 1000),
+        id: context.id,
+      });
     } else if (failure !== undefined) {
       logger.warn("infer failed", {
-        model: modelName,
-        version,
-        status: response.status,
+        model: call.modelName,
+        version: call.version,
+        protocol: call.protocol,
+        status: logged(status),
         ms: round(seconds * 1000),
-        id,
+        id: context.id,
         error: failure,
       });
     } else if (logger.level === "debug") {
-      logger.debug("infer", { model: modelName, version, status: response.status, ms: round(seconds * 1000), id });
+      logger.debug("infer", {
+        model: call.modelName,
+        version: call.version,
+        protocol: call.protocol,
+        status: logged(status),
+        ms: round(seconds * 1000),
+        id: context.id,
+      });
     }
-    return response;
+    return answer;
   }
+}
+
+/**
+ * Whatever failed once the call was given up is that: past its deadline DEADLINE_EXCEEDED, else
+ * the client's doing (it hung up, or aborted a run).
+ */
+function causeOf(error: unknown, call: InferCall<unknown>): unknown {
+  if (!call.signal?.aborted) return error;
+  if (call.deadline !== undefined && performance.now() >= call.deadline) {
+    return new XlaserveError("DEADLINE_EXCEEDED", "the request's deadline passed before it was answered");
+  }
+  return clientClosed();
 }
 
 export function statusOf(error: unknown): number {
   if (error instanceof HttpError) return error.status;
   return statusForCode(asXlaserveError(error).code);
+}
+
+function messageOf(error: unknown): string {
+  return (error as Error)?.message ?? String(error);
+}
+
+/** HTTP statuses are logged as numbers (as before gRPC came), gRPC's as their names. */
+function logged(status: string): number | string {
+  const n = Number(status);
+  return Number.isInteger(n) ? n : status;
 }
 
 function round(ms: number): number {

@@ -9,6 +9,7 @@ export const SERVER_EXTENSIONS = [
   "model_repository",
   "statistics",
   "model_configuration",
+  "system_shared_memory",
 ] as const;
 
 export function serverMetadata(registry: ModelRegistryView) {

@@ -10,17 +10,20 @@ import { HotCounter, HotGauge, HotHistogram, type ScalarSeries, type HistogramSe
 export class Metrics {
   readonly registry = new Registry();
 
-  /** Finished infer requests by model and HTTP status code ("200", "400", ...). */
+  /**
+   * Finished infer requests by model, status and protocol: the HTTP status code ("200", "400",
+   * ...) for protocol "http", the gRPC status name ("OK", "INVALID_ARGUMENT", ...) for "grpc".
+   */
   readonly requests = new HotCounter(
     "worker_requests_total",
-    "Inference requests answered, by model and HTTP status",
-    ["model", "status"],
+    "Inference requests answered, by model, status (HTTP code or gRPC status name) and protocol (http, grpc)",
+    ["model", "status", "protocol"],
     this.registry,
   );
   readonly requestLatency = new HotHistogram(
     "worker_request_latency_seconds",
     "Inference request latency from body read to response, in seconds",
-    ["model"],
+    ["model", "protocol"],
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     this.registry,
   );
@@ -105,11 +108,14 @@ export class Metrics {
   private readonly requestSeries = new Map<string, { done: ScalarSeries; latency: HistogramSeries }>();
 
   /** One answered infer request: worker_requests_total and worker_request_latency_seconds. */
-  requestDone(model: string, status: string, seconds: number): void {
-    const key = `${model}\u0000${status}`;
+  requestDone(model: string, status: string, seconds: number, protocol = "http"): void {
+    const key = `${model}\u0000${status}\u0000${protocol}`;
     let s = this.requestSeries.get(key);
     if (!s) {
-      s = { done: this.requests.labels(model, status), latency: this.requestLatency.labels(model) };
+      s = {
+        done: this.requests.labels(model, status, protocol),
+        latency: this.requestLatency.labels(model, protocol),
+      };
       this.requestSeries.set(key, s);
     }
     s.done.inc();

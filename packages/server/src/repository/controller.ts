@@ -2,10 +2,10 @@ import { Elysia, t } from "elysia";
 import type { ModelRegistryView } from "../contract.ts";
 import { ErrorBody, ModelParams } from "../infer/model.ts";
 import type { Logger } from "@xlaserve/core";
-import { badRequest } from "../http-error.ts";
 import { optionalJsonBody } from "../json-body.ts";
 import { documentedBody } from "../openapi-schema.ts";
 import { requireBearer } from "./auth.ts";
+import { changeModel, repositoryIndex } from "./service.ts";
 import { IndexRequest, IndexResponse, LoadRequest } from "./model.ts";
 
 /** The model repository extension: index, load, unload. */
@@ -22,18 +22,7 @@ export function repositoryController(
   const change = async (request: Request, name: string, action: "load" | "unload") => {
     requireBearer(authToken, request.headers.get("authorization"));
     const body = await readLoad(request);
-    // Triton's load can carry a replacement config or model files; a bundle here is only ever
-    // read from the repository folder, so those overrides are refused rather than ignored.
-    for (const key of Object.keys(body?.parameters ?? {})) {
-      if (key === "config" || key.startsWith("file:")) {
-        throw badRequest(
-          `parameters.${key}: overriding a model's config or files is not supported; change the bundle instead`,
-        );
-      }
-    }
-    logger.info(`repository ${action}`, { model: name });
-    if (action === "load") await registry.load(name);
-    else await registry.unload(name);
+    await changeModel(registry, logger, name, action, Object.keys(body?.parameters ?? {}));
     return new Response(null, { status: 200 });
   };
   return new Elysia({ name: "xlaserve.repository" })
@@ -41,8 +30,7 @@ export function repositoryController(
       "/v2/repository/index",
       async ({ request }) => {
         const body = await readIndex(request);
-        const entries = registry.repositoryIndex();
-        return body?.ready ? entries.filter((e) => e.state === "READY") : entries;
+        return repositoryIndex(registry, body?.ready === true);
       },
       {
         parse: "none",

@@ -1,0 +1,105 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServerDuplexStream, ServerUnaryCall, ServiceError, sendUnaryData } from "@grpc/grpc-js";
+import type { InferCall, InferService } from "../../infer/service.ts";
+import { decodeGrpcInfer } from "../decode-infer.ts";
+import { decodeMessage } from "../definition.ts";
+import { encodeGrpcInfer } from "../encode-infer.ts";
+import {
+  type ModelInferRequest,
+  ModelInferRequestSchema,
+  type ModelInferResponse,
+  type ModelStreamInferResponse,
+  ModelStreamInferResponseSchema,
+} from "../gen/grpc_service_pb.ts";
+import { grpcStatusOf, serviceError, statusName } from "../status.ts";
+
+type Answer = { response: ModelInferResponse; error?: undefined } | { response?: undefined; error: ServiceError };
+
+/** The call's deadline (grpc-timeout) as a performance.now() time, or undefined when it has none. */
+function deadlineOf(call: { getDeadline(): Date | number }): number | undefined {
+  const deadline = call.getDeadline();
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  if (!Number.isFinite(at)) return undefined;
+  return performance.now() + (at - Date.now());
+}
+
+/** Aborted when grpc-js cancels the call: the client went away or the deadline passed. */
+function cancelSignal(call: { on(event: "cancelled", listener: () => void): unknown }): AbortSignal {
+  const controller = new AbortController();
+  call.on("cancelled", () => controller.abort());
+  return controller.signal;
+}
+
+/**
+ * One ModelInferRequest through the shared infer service: the protobuf message is decoded inside
+ * the service's accounting, so a malformed one is counted and logged like any failed request.
+ */
+function inferCall(
+  infer: InferService,
+  bytes: Uint8Array,
+  signal: AbortSignal,
+  deadline: number | undefined,
+): InferCall<Answer> {
+  let request: ModelInferRequest | undefined;
+  const call: InferCall<Answer> & { modelName: string; version: string | undefined } = {
+    protocol: "grpc",
+    modelName: "",
+    version: undefined,
+    signal,
+    deadline,
+    parse: () => {
+      request = decodeMessage(ModelInferRequestSchema, bytes);
+      call.modelName = request.modelName;
+      call.version = request.modelVersion === "" ? undefined : request.modelVersion;
+    },
+    decode: (model, context) => {
+      const r = request as ModelInferRequest;
+      context.id = r.id === "" ? undefined : r.id;
+      return decodeGrpcInfer(model, r, infer.sharedMemory);
+    },
+    encode: (head, plans, results) => ({ response: encodeGrpcInfer(head, plans, results) }),
+    okStatus: "OK",
+    fail: (error) => ({ answer: { error: serviceError(error) }, status: statusName(grpcStatusOf(error)) }),
+  };
+  return call;
+}
+
+export function modelInferHandler(infer: InferService) {
+  return (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
+    const deadline = deadlineOf(call);
+    void infer.execute(inferCall(infer, call.request, cancelSignal(call), deadline)).then((answer) => {
+      if (answer.error) callback(answer.error);
+      else callback(null, answer.response);
+    });
+  };
+}
+
+/**
+ * ModelStreamInfer: each request on the stream runs as it arrives (several at once), and the
+ * answers go back in the order the requests came, each a response or its error_message; a
+ * failed request does not end the stream.
+ */
+export function modelStreamInferHandler(infer: InferService) {
+  return (call: ServerDuplexStream<Buffer, unknown>) => {
+    const signal = cancelSignal(call);
+    const deadline = deadlineOf(call);
+    let tail: Promise<void> = Promise.resolve();
+    call.on("data", (bytes: Buffer) => {
+      const answer = infer.execute(inferCall(infer, bytes, signal, deadline));
+      tail = tail.then(async () => {
+        const a = await answer;
+        if (signal.aborted) return;
+        const message: ModelStreamInferResponse = a.error
+          ? create(ModelStreamInferResponseSchema, { errorMessage: a.error.details })
+          : create(ModelStreamInferResponseSchema, { inferResponse: a.response });
+        call.write(message);
+      });
+    });
+    call.on("end", () => {
+      void tail.then(() => {
+        if (!signal.aborted) call.end();
+      });
+    });
+    call.on("error", () => {});
+  };
+}

@@ -1,0 +1,46 @@
+import type { Logger } from "@xlaserve/core";
+import type { ServerUnaryCall } from "@grpc/grpc-js";
+import type { ModelRegistryView } from "../../contract.ts";
+import { requireBearer } from "../../repository/auth.ts";
+import { changeModel, repositoryIndex } from "../../repository/service.ts";
+import { GRPCInferenceService } from "../gen/grpc_service_pb.ts";
+import { type UnaryHandler, unary } from "../unary.ts";
+
+const m = GRPCInferenceService.method;
+
+function authorization(call: ServerUnaryCall<Buffer, unknown>): string | null {
+  const value = call.metadata.get("authorization")[0];
+  return value === undefined ? null : String(value);
+}
+
+/**
+ * The model repository extension. Load and unload need the bearer token in the call's
+ * `authorization` metadata, as REST needs it in its header (PERMISSION_DENIED when none is
+ * configured, UNAUTHENTICATED when it is missing or wrong).
+ */
+export function repositoryHandlers(
+  registry: ModelRegistryView,
+  authToken: string | undefined,
+  logger: Logger,
+): Record<string, UnaryHandler> {
+  return {
+    RepositoryIndex: unary(m.repositoryIndex, (r) => ({
+      models: repositoryIndex(registry, r.ready).map((e) => ({
+        name: e.name,
+        version: e.version,
+        state: e.state,
+        reason: e.reason,
+      })),
+    })),
+    RepositoryModelLoad: unary(m.repositoryModelLoad, async (r, call) => {
+      requireBearer(authToken, authorization(call));
+      await changeModel(registry, logger, r.modelName, "load", Object.keys(r.parameters));
+      return {};
+    }),
+    RepositoryModelUnload: unary(m.repositoryModelUnload, async (r, call) => {
+      requireBearer(authToken, authorization(call));
+      await changeModel(registry, logger, r.modelName, "unload", Object.keys(r.parameters));
+      return {};
+    }),
+  };
+}

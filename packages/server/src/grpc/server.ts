@@ -1,0 +1,97 @@
+import type { Logger } from "@xlaserve/core";
+import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
+import type { ModelRegistryView } from "../contract.ts";
+import { InferService, type RequestCounter } from "../infer/service.ts";
+import type { SharedMemoryRegistry } from "../shared-memory/registry.ts";
+import { serviceDefinition } from "./definition.ts";
+import { GRPCInferenceService } from "./gen/grpc_service_pb.ts";
+import { modelInferHandler, modelStreamInferHandler } from "./handlers/infer.ts";
+import { repositoryHandlers } from "./handlers/repository.ts";
+import { serverInfoHandlers } from "./handlers/server-info.ts";
+import { sharedMemoryHandlers } from "./handlers/shared-memory.ts";
+
+/** ReactantServer's limit for one gRPC message, either way. */
+export const DEFAULT_GRPC_MAX_MESSAGE_BYTES = 512 * 1024 * 1024;
+
+export interface GrpcTls {
+  /** PEM certificate chain and private key of the server. */
+  readonly cert: string | Uint8Array;
+  readonly key: string | Uint8Array;
+  /** PEM CA certificates to check client certificates against (mutual TLS); none: any client. */
+  readonly ca?: string | Uint8Array;
+}
+
+export interface GrpcServerOptions {
+  readonly registry: ModelRegistryView;
+  readonly logger: Logger;
+  readonly metrics: RequestCounter;
+  /** The same registry as the REST app's, so a region registered over one is seen by the other. */
+  readonly sharedMemory: SharedMemoryRegistry;
+  readonly host: string;
+  /** 0 picks a free port. */
+  readonly port: number;
+  /** Largest message received or sent (default 512 MiB). */
+  readonly maxMessageBytes?: number;
+  /** Bearer token for RepositoryModelLoad / Unload (the `authorization` metadata). */
+  readonly authToken?: string;
+  /** Serve TLS instead of cleartext HTTP/2 (h2c). */
+  readonly tls?: GrpcTls;
+}
+
+export interface RunningGrpcServer {
+  readonly port: number;
+  /** host:port of the bound socket (the real port when 0 was asked for). */
+  readonly address: string;
+  /** Stops accepting calls and lets running ones finish (`force`: cancels them). */
+  stop(force?: boolean): Promise<void>;
+}
+
+/**
+ * inference.GRPCInferenceService on its own port: @grpc/grpc-js over node:http2, which Bun
+ * implements (Bun.serve cannot send the trailers gRPC ends each call with). Every RPC answers
+ * from the same service code as the REST routes.
+ */
+export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpcServer> {
+  const max = options.maxMessageBytes ?? DEFAULT_GRPC_MAX_MESSAGE_BYTES;
+  const { registry, logger, metrics, sharedMemory } = options;
+  const infer = new InferService({ registry, logger, metrics, maxBodyBytes: max, sharedMemory });
+  const server = new Server({
+    "grpc.max_receive_message_length": max,
+    "grpc.max_send_message_length": max,
+  });
+  const implementation: UntypedServiceImplementation = {
+    ...serverInfoHandlers(registry),
+    ...repositoryHandlers(registry, options.authToken, logger),
+    ...sharedMemoryHandlers(sharedMemory),
+    ModelInfer: modelInferHandler(infer),
+    ModelStreamInfer: modelStreamInferHandler(infer),
+  };
+  server.addService(serviceDefinition(GRPCInferenceService), implementation);
+  const credentials = options.tls
+    ? ServerCredentials.createSsl(
+        options.tls.ca ? Buffer.from(options.tls.ca) : null,
+        [{ cert_chain: Buffer.from(options.tls.cert), private_key: Buffer.from(options.tls.key) }],
+        options.tls.ca !== undefined,
+      )
+    : ServerCredentials.createInsecure();
+  const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${host}:${options.port}`, credentials, (error, bound) => {
+      if (error) reject(new Error(`the gRPC server could not bind ${host}:${options.port}: ${error.message}`));
+      else resolve(bound);
+    });
+  });
+  return {
+    port,
+    address: `${host}:${port}`,
+    stop: (force = false) =>
+      new Promise<void>((resolve) => {
+        if (force) {
+          server.forceShutdown();
+          resolve();
+          return;
+        }
+        server.tryShutdown(() => resolve());
+      }),
+  };
+}

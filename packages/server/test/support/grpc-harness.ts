@@ -1,0 +1,65 @@
+import { createLogger } from "@xlaserve/core";
+import { createServerApp } from "../../src/app.ts";
+import { InferenceClient } from "../../src/grpc/client.ts";
+import { type GrpcTls, startGrpcServer } from "../../src/grpc/server.ts";
+import { Metrics } from "../../src/metrics/metrics.ts";
+import { SharedMemoryRegistry } from "../../src/shared-memory/registry.ts";
+import { startServer } from "../../src/start.ts";
+import { TestRegistry } from "./test-registry.ts";
+
+export interface GrpcHarness {
+  readonly url: string;
+  readonly address: string;
+  readonly client: InferenceClient;
+  readonly registry: TestRegistry;
+  readonly metrics: Metrics;
+  readonly sharedMemory: SharedMemoryRegistry;
+  readonly logs: Record<string, unknown>[];
+  stop(): Promise<void>;
+}
+
+/** The REST app and the gRPC service over one test registry and one shared-memory registry. */
+export async function startGrpcHarness(
+  options: { authToken?: string; maxMessageBytes?: number; tls?: GrpcTls } = {},
+): Promise<GrpcHarness> {
+  const registry = new TestRegistry();
+  const metrics = new Metrics();
+  const sharedMemory = new SharedMemoryRegistry();
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: "debug", sink: (line) => logs.push(JSON.parse(line)) });
+  const app = createServerApp({
+    registry,
+    logger,
+    metrics,
+    sharedMemory,
+    config: { maxBodyBytes: 1024 * 1024, authToken: options.authToken },
+  });
+  const http = startServer(app, { host: "127.0.0.1", port: 0 });
+  const grpc = await startGrpcServer({
+    registry,
+    logger,
+    metrics,
+    sharedMemory,
+    host: "127.0.0.1",
+    port: 0,
+    authToken: options.authToken,
+    maxMessageBytes: options.maxMessageBytes,
+    tls: options.tls,
+  });
+  const client = new InferenceClient(grpc.address);
+  return {
+    url: http.url,
+    address: grpc.address,
+    client,
+    registry,
+    metrics,
+    sharedMemory,
+    logs,
+    stop: async () => {
+      client.close();
+      await grpc.stop(true);
+      await http.stop(true);
+      sharedMemory.close();
+    },
+  };
+}
