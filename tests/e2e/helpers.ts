@@ -42,7 +42,8 @@ export function copyBundle(example: string, to: string): void {
 
 /**
  * Rewrites a bundle's weights.safetensors with the named tensors (default: every tensor whose name
- * ends in "bias") multiplied by `factor`, via a temp file renamed over the original (atomic).
+ * ends in "bias") multiplied by `factor`, via a temp file renamed over the original (atomic), and
+ * the manifest's provenance.weights_sha256 to match, as an exporter writes a new version.
  */
 export function scaleWeights(
   bundleDir: string,
@@ -66,6 +67,11 @@ export function scaleWeights(
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, bytes);
   renameSync(tmp, path);
+  const manifest = join(bundleDir, "manifest.yaml");
+  const sha = new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
+  const text = readFileSync(manifest, "utf8").replace(/weights_sha256: "[0-9a-f]{64}"/, `weights_sha256: "${sha}"`);
+  writeFileSync(`${manifest}.tmp-${process.pid}`, text);
+  renameSync(`${manifest}.tmp-${process.pid}`, manifest);
 }
 
 export interface LogCollector {

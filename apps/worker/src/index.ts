@@ -16,6 +16,7 @@ import type { ProbeFigureStore } from "./memory/probe-figures.ts";
 import { FrontPool } from "./http-threads/front-pool.ts";
 import { isInlineHost } from "./inline/inline-runs.ts";
 import { ModelRegistry } from "./repository/registry.ts";
+import { VerifiedWeightsMemo } from "./repository/verified-weights.ts";
 import { ThreadedBackend } from "./engine-thread/threaded-backend.ts";
 import type { HttpModules } from "./http/http-modules.ts";
 import { StartupClock } from "./start/startup-clock.ts";
@@ -220,6 +221,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     platform: `xlaserve_${backend.name}`,
     programs,
     probeFigures: cache ? probeFigureStore(cache) : undefined,
+    verifiedWeights: new VerifiedWeightsMemo(resolve(config.cache.stateDir)),
     inlineMaxUs,
     log: logger,
     memory: config.memory,

@@ -2,7 +2,14 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { loadBundle } from "../src/index.ts";
-import { editMain, editText, readSafetensorsParts, tempRepository, writeSafetensorsParts } from "./helpers/bundles.ts";
+import {
+  editMain,
+  editText,
+  readSafetensorsParts,
+  refreshWeightsHash,
+  tempRepository,
+  writeSafetensorsParts,
+} from "./helpers/bundles.ts";
 
 /** The valid bundle layouts beyond the examples' model.b{N}.mlir: each is built from an example. */
 
@@ -81,6 +88,7 @@ describe("bundle layouts", () => {
     const parts = readSafetensorsParts(path);
     (parts.header["fc1.kernel"] as { shape: number[] }).shape = [256, 64];
     writeSafetensorsParts(path, parts);
+    refreshWeightsHash(dir);
     const bundle = await loadBundle(dir);
     expect(bundle.weights.tensor("fc1.kernel").shape).toEqual([256, 64]);
     rmSync(dir, { recursive: true });

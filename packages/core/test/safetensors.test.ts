@@ -73,7 +73,7 @@ describe("openSafetensors", () => {
     );
   });
 
-  test("writing into a tensor view never reaches the file (private mapping)", async () => {
+  test("writing into a tensor view never reaches the file (a private copy)", async () => {
     const bundleDir = repo.copy("mlp");
     const path = join(bundleDir, "weights.safetensors");
     const before = readFileSync(path);

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { totalmem } from "node:os";
 import { join, resolve } from "node:path";
-import type { AbstractBackend, Logger } from "@xlaserve/core";
+import type { AbstractBackend, Logger, VerifiedFiles } from "@xlaserve/core";
 import { XlaserveError, asXlaserveError } from "@xlaserve/core";
 import { bundleFingerprint } from "@xlaserve/core/bundle/fingerprint.ts";
 import { discoverBundles, loadBundle } from "@xlaserve/core/bundle/load.ts";
@@ -16,7 +16,6 @@ import type {
 } from "@xlaserve/server/contract.ts";
 import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "../memory/budget.ts";
 import type { ReplicaSpec } from "../http-threads/protocol.ts";
-import { copyTensorsYielding } from "../memory/host-copy.ts";
 import { isInlineHost } from "../inline/inline-runs.ts";
 import { DeviceLock } from "../scheduler/concurrency-limiter.ts";
 import {
@@ -54,6 +53,8 @@ export interface RegistryOptions {
   readonly concurrency: { readonly perModel: number; readonly queueDepth: number; readonly dynamicBatching?: boolean };
   readonly serverInfo: () => ServerInfo;
   readonly hooks?: RegistryHooks;
+  /** Weights files already checked against their manifest's sha256 (skips hashing them again). */
+  readonly verifiedWeights?: VerifiedFiles;
   /** Persisted probe figures (the program cache's index): lets a warm start skip the probe. */
   readonly probeFigures?: ProbeFigureStore;
   /**
@@ -474,9 +475,9 @@ export class ModelRegistry implements ModelRegistryView {
     const programs = new Map<BundleModule, LoadedProgram>();
     let model: RuntimeModel | null = null;
     let releaseAdmission: (() => void) | null = null;
-    // Where the load's time goes (the "model loaded" line): bundle read and hashing, programs
-    // (compile or cache load), the private host copy of the weights, weight upload, probe, warm-up.
-    const phases = { readMs: 0, programsMs: 0, hostWeightsMs: 0, uploadMs: 0, probeMs: 0, warmUpMs: 0 };
+    // Where the load's time goes (the "model loaded" line): bundle read and hashing (the weights
+    // read into memory included), programs (compile or cache load), weight upload, probe, warm-up.
+    const phases = { readMs: 0, programsMs: 0, uploadMs: 0, probeMs: 0, warmUpMs: 0 };
     let lap = performance.now();
     const mark = (phase: keyof typeof phases) => {
       const now = performance.now();
@@ -484,7 +485,8 @@ export class ModelRegistry implements ModelRegistryView {
       lap = now;
     };
     try {
-      const bundle = await loadBundle(dir);
+      const verifiedWeights = this.options.verifiedWeights;
+      const bundle = await loadBundle(dir, verifiedWeights ? { verifiedWeights } : {});
       mark("readMs");
       // A model's programs load together: the PJRT backend loads each on a loader thread of its
       // own, and loads overlap (bench/results/pjrt-parallel-loads-*). Shared with requests,
@@ -503,8 +505,9 @@ export class ModelRegistry implements ModelRegistryView {
       // From here to the swap, one model at a time: each admission sees the models admitted before
       // it, as when bundles loaded one by one (their reads and program loads still overlap).
       releaseAdmission = await this.admit();
-      const hostWeights = await copyTensorsYielding(bundle.weights.argumentOrder.map((w) => bundle.weights.tensor(w)));
-      mark("hostWeightsMs");
+      // Views of the bundle's private copy of the file (read, not mapped): nothing on disk can
+      // change them.
+      const hostWeights = bundle.weights.argumentOrder.map((w) => bundle.weights.tensor(w));
       const weightBytes = hostWeights.reduce((a, t) => a + t.data.byteLength, 0);
       const residency = this.residencyFor(name);
 

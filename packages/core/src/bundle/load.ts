@@ -4,7 +4,7 @@ import { XlaserveError } from "../errors.ts";
 import { MANIFEST_FILE, parseManifestYaml } from "./manifest.ts";
 import { loadModules } from "./modules.ts";
 import { bundleError, bundleInvalid } from "./problems.ts";
-import { openSafetensors } from "./safetensors.ts";
+import { type VerifiedFiles, readSafetensors } from "./safetensors.ts";
 import { checkModuleSignature } from "./signature.ts";
 import type { Bundle } from "./types.ts";
 
@@ -13,13 +13,15 @@ export const MODEL_JL_FILE = "model.jl";
 
 /**
  * Loads and validates one bundle directory: manifest, modules (hashed, signatures read), weights
- * (memory-mapped, header checked) and every module's @main against both. Nothing is compiled.
+ * (read into memory, header checked against the bytes, sha256 checked against the manifest's
+ * provenance.weights_sha256 where it has one) and every module's @main against both. Nothing is
+ * compiled.
  */
-export async function loadBundle(dir: string): Promise<Bundle> {
+export async function loadBundle(dir: string, options: LoadBundleOptions = {}): Promise<Bundle> {
   const absolute = resolve(dir);
   const name = basename(absolute);
   try {
-    return await loadValidated(absolute, name);
+    return await loadValidated(absolute, name, options);
   } catch (cause) {
     if (cause instanceof XlaserveError) throw cause;
     // File-system surprises (permissions, a directory where a file belongs, a file vanishing
@@ -34,7 +36,15 @@ export async function loadBundle(dir: string): Promise<Bundle> {
   }
 }
 
-async function loadValidated(absolute: string, name: string): Promise<Bundle> {
+export interface LoadBundleOptions {
+  /**
+   * Weights files already checked against their manifest's weights_sha256 (by device, inode, size
+   * and mtime): a restart or reload of unchanged weights skips hashing them again.
+   */
+  readonly verifiedWeights?: VerifiedFiles;
+}
+
+async function loadValidated(absolute: string, name: string, options: LoadBundleOptions): Promise<Bundle> {
   if (!isDirectory(absolute)) {
     throw new XlaserveError("BUNDLE_NOT_FOUND", `bundle "${name}": ${absolute} is not a directory`, {
       bundle: name,
@@ -66,7 +76,13 @@ async function loadValidated(absolute: string, name: string): Promise<Bundle> {
     throw bundleInvalid({ bundle: name, file: WEIGHTS_FILE }, "", "is missing");
   }
   const modules = await loadModules(absolute, manifest, name);
-  const weights = openSafetensors(weightsPath, { bundle: name, requireArgumentOrder: true });
+  const expected = manifest.provenance.weights_sha256;
+  const weights = await readSafetensors(weightsPath, {
+    bundle: name,
+    requireArgumentOrder: true,
+    ...(typeof expected === "string" ? { expectSha256: expected } : {}),
+    ...(options.verifiedWeights ? { verified: options.verifiedWeights } : {}),
+  });
   for (const module of modules) checkModuleSignature(name, module, manifest, weights);
   return { name, dir: absolute, manifest, modules, weights };
 }

@@ -65,6 +65,17 @@ export function writeSafetensorsParts(path: string, parts: SafetensorsParts, dec
   writeFileSync(path, Buffer.concat([prefix, json, parts.data]));
 }
 
+/**
+ * Rewrites the bundle manifest's provenance.weights_sha256 to the weights file's hash, as an
+ * exporter does: for tests that change the weights on purpose and test something else.
+ */
+export function refreshWeightsHash(bundleDir: string): void {
+  const sha = new Bun.CryptoHasher("sha256").update(readFileSync(join(bundleDir, "weights.safetensors"))).digest("hex");
+  editText(join(bundleDir, "manifest.yaml"), (text) =>
+    text.replace(/weights_sha256: "[0-9a-f]{64}"/, `weights_sha256: "${sha}"`),
+  );
+}
+
 /** Builds a safetensors file from named tensors (raw little-endian bytes), in the given order. */
 export function buildSafetensors(
   tensors: readonly { name: string; dtype: string; shape: number[]; bytes: Uint8Array }[],
