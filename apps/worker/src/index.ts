@@ -20,6 +20,7 @@ import { VerifiedWeightsMemo } from "./repository/verified-weights.ts";
 import { ThreadedBackend } from "./engine-thread/threaded-backend.ts";
 import type { HttpModules } from "./http/http-modules.ts";
 import { StartupClock } from "./start/startup-clock.ts";
+import { installStopSignals } from "./start/stop-signals.ts";
 import { RepositoryWatcher } from "./repository/watcher.ts";
 
 export { ModelRegistry } from "./repository/registry.ts";
@@ -392,14 +393,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     return stopping;
   };
 
-  if (overrides.handleSignals) {
-    const onSignal = (sig: string) => {
-      log.info("signal received", { signal: sig });
-      void stop().then(() => process.exit(0));
-    };
-    process.once("SIGTERM", () => onSignal("SIGTERM"));
-    process.once("SIGINT", () => onSignal("SIGINT"));
-  }
+  if (overrides.handleSignals) installStopSignals(stop, log);
 
   return { url: server.url, registry, config, engine, metrics, watcher, backend, logger, fronts, stop };
 }
