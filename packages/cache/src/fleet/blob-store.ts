@@ -18,8 +18,8 @@ export interface BlobStore {
 }
 
 /** `s3://bucket/prefix` -> an S3 store; anything else is a directory. */
-export function openBlobStore(spec: string): BlobStore {
-  if (spec.startsWith("s3://")) return S3BlobStore.fromUrl(spec);
+export function openBlobStore(spec: string, env: Record<string, string | undefined> = process.env): BlobStore {
+  if (spec.startsWith("s3://")) return S3BlobStore.fromUrl(spec, env);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
     throw new XlaserveError(
       "INVALID_ARGUMENT",

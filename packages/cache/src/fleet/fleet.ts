@@ -21,6 +21,8 @@ export interface FleetOptions {
   readonly pollMs?: number;
   /** This worker's name in leases and compile records. Default `<hostname>:<pid>`. */
   readonly holder?: string;
+  /** Where an S3 store's endpoint and credentials are read from. Default process.env. */
+  readonly env?: Record<string, string | undefined>;
 }
 
 /** What the fleet counted since this worker opened it (for /metrics and tests). */
@@ -95,7 +97,7 @@ export class ProgramFleet {
   }
 
   static async open(opts: FleetOptions, stateDir: string, warn: WarningSink): Promise<ProgramFleet> {
-    const store = openBlobStore(opts.store);
+    const store = openBlobStore(opts.store, opts.env);
     const conn = await openCatalogDb(opts.catalog, stateDir);
     return new ProgramFleet(new Catalog(conn, opts.holder ?? `${hostname()}:${process.pid}`), store, warn, opts);
   }

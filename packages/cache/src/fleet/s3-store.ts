@@ -5,8 +5,8 @@ import type { BlobStore } from "./blob-store.ts";
 
 /**
  * Blobs as objects in an S3-compatible bucket through Bun's S3 client. Credentials, region and
- * endpoint come from the environment the way Bun's client reads them (S3_* or AWS_*:
- * S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_ENDPOINT / AWS_ENDPOINT_URL, S3_REGION). A PUT
+ * endpoint come from the environment, S3_* or AWS_* (S3_ACCESS_KEY_ID / AWS_ACCESS_KEY_ID,
+ * S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN, S3_ENDPOINT / AWS_ENDPOINT_URL, S3_REGION). A PUT
  * makes an object visible whole or not at all, which is the atomic write the store needs.
  */
 export class S3BlobStore implements BlobStore {
@@ -22,8 +22,20 @@ export class S3BlobStore implements BlobStore {
       throw new XlaserveError("INVALID_ARGUMENT", `cache.store: not an s3://bucket/prefix URL: ${JSON.stringify(url)}`);
     const bucket = m[1]!;
     const prefix = (m[2] ?? "").replace(/^\/+|\/+$/g, "");
-    const endpoint = env.S3_ENDPOINT ?? env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
-    const client = new S3Client({ bucket, ...(endpoint ? { endpoint } : {}) });
+    const pick = (...names: string[]) => names.map((n) => env[n]).find((v) => v !== undefined && v !== "");
+    const endpoint = pick("S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
+    const accessKeyId = pick("S3_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID");
+    const secretAccessKey = pick("S3_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY");
+    const sessionToken = pick("S3_SESSION_TOKEN", "AWS_SESSION_TOKEN");
+    const region = pick("S3_REGION", "AWS_REGION", "AWS_DEFAULT_REGION");
+    const client = new S3Client({
+      bucket,
+      ...(endpoint ? { endpoint } : {}),
+      ...(accessKeyId ? { accessKeyId } : {}),
+      ...(secretAccessKey ? { secretAccessKey } : {}),
+      ...(sessionToken ? { sessionToken } : {}),
+      ...(region ? { region } : {}),
+    });
     return new S3BlobStore(client, bucket, prefix);
   }
 
