@@ -6,8 +6,9 @@ Library use:
     from export_jax_bundle import export_bundle
     export_bundle(apply, params, {"x": ((64,), "f32")}, "bundles/mlp", batch_sizes=[1, 8])
 
-`apply(params, *inputs)` returns one array or a tuple of arrays. Inputs are given without their
-batch axis; the exporter adds a leading batch axis of each compiled size. Per batch size it writes
+`apply(params, *inputs)` returns one array or a tuple of arrays. Each input is (shape, dtype),
+the dtype as the manifest writes it ("f32", "i32", "bf16", ...) or as numpy names it ("float32").
+Inputs are given without their batch axis; the exporter adds a leading batch axis of each compiled size. Per batch size it writes
 one module (model.b{N}.mlir, or model.mlir when there is one size), lowered with every weight as a
 parameter after the inputs, in the order recorded in weights.safetensors'
 __metadata__.argument_order. It also runs each module through XLA and writes
@@ -156,6 +157,19 @@ def random_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, i
     return rng.integers(0, int_high, shape).astype(dtype)
 
 
+def numpy_dtype_name(dtype: str) -> str:
+    """numpy's name for a dtype given as a manifest token ("f32") or a numpy name ("float32")."""
+    by_token = {token: name for name, token in MANIFEST_DTYPES.items()}
+    if dtype in by_token:
+        return by_token[dtype]
+    if dtype in MANIFEST_DTYPES:
+        return dtype
+    raise ValueError(
+        f"unknown input dtype {dtype!r}: use a manifest token ({', '.join(by_token)}) "
+        f"or a numpy name ({', '.join(MANIFEST_DTYPES)})"
+    )
+
+
 def export_bundle(
     apply: Callable[..., Any],
     params: Any,
@@ -175,6 +189,7 @@ def export_bundle(
     name = name or os.path.basename(os.path.normpath(out_dir))
     os.makedirs(out_dir, exist_ok=True)
     weight_names, weight_arrays, treedef = flatten_params(params)
+    inputs = {k: (tuple(shape), numpy_dtype_name(dtype)) for k, (shape, dtype) in inputs.items()}
     input_names = list(inputs)
     n_inputs = len(input_names)
 
