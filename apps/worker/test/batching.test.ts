@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
-import { Coalescer, chooseBatchSize, concatAxis, padAxis, sliceAxis, sliceRange } from "../src/model/batch-rows.ts";
+import { chooseBatchSize, concatAxis, padAxis, sliceAxis, sliceRange } from "../src/model/batch-rows.ts";
+import { Coalescer } from "../src/scheduler/coalescer.ts";
 
 const t = (shape: number[], start = 0): HostTensor => ({
   dtype: "f32",

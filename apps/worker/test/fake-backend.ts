@@ -63,6 +63,8 @@ export class FakeExecutable implements Executable {
 
 export class FakeBackend implements AbstractBackend {
   readonly name = "reactant" as const;
+  /** Runs compute one at a time, as the CPU engine's do (the worker admits accordingly). */
+  readonly serialCompute = true;
   inUse = 0;
   peak = 0;
   /** Simulated compile-time scratch (the probe must not count it). */

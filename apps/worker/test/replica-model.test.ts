@@ -23,7 +23,7 @@ async function mlpRegistry() {
   const { registry, backend } = await cpuRegistry(["mlp"], 5000);
   const mlp = registry.models()[0];
   if (!mlp) throw new Error("no mlp");
-  return { registry, mlp, engineSpec: backend.backendSpec ?? { module: "", export: "" } };
+  return { registry, mlp, engineSpec: backend.spawnSpec ?? { module: "", export: "" } };
 }
 
 describe("a replica of the MLP on another thread's engine", () => {

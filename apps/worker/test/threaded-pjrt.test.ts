@@ -37,8 +37,11 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
       try {
         // the hash handed over is the one the identity names (no re-hash of the plugin file)
         expect(be.identity().buildId).toBe("mock-xla-1+0123456789abcdef");
-        // inline runs (a second instance on the HTTP thread) are for the CPU engine only
-        await expect(be.localTwin()).rejects.toMatchObject({ code: "UNSUPPORTED" });
+        // inline runs (a second instance on the HTTP thread) and HTTP-thread replicas are for the
+        // CPU engine only: PJRT offers neither, and computes asynchronously
+        expect(be.localTwin).toBeUndefined();
+        expect(be.spawnSpec).toBeUndefined();
+        expect(be.serialCompute).toBe(false);
         const weights = await uploadAll(be, [f32([10, 20, 30]), f32([1, 1, 1]), f32([5, 5, 5])]);
         const exe = await be.compile(MODULE, {});
         const answers = await Promise.all([1, 2, 3, 4].map((x) => be.run(exe, [f32([x, x, x])], [weights[0]!])));

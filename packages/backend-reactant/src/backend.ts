@@ -142,6 +142,8 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
 
   return {
     name: "reactant",
+    // Every kernel runs on the calling thread before a call returns.
+    serialCompute: true,
     identity: () => identity,
     devices: (): readonly DeviceInfo[] => [{ id: 0, kind: identity.deviceKind, attributes: { platform: "cpu" } }],
 

@@ -66,6 +66,57 @@ export interface AbstractBackend {
 
   /** Releases the client and everything it still holds. Idempotent. */
   dispose(): Promise<void>;
+
+  // What a backend may offer beyond the contract above. The worker chooses where each program
+  // runs from these (its placement), never from the backend's name or class.
+
+  /**
+   * Each call computes to the end before its promise is returned, and runs never overlap (the CPU
+   * engine). Admitting more requests at once then only queues them, and a second instance of the
+   * engine can run a short program on the calling thread.
+   */
+  readonly serialCompute?: boolean;
+
+  /**
+   * One request in one call: uploads `inputs`, runs the program on them followed by the resident
+   * `weights`, downloads every result and frees the temporaries (an engine on its own thread: one
+   * round trip instead of three).
+   */
+  run?(executable: Executable, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): Promise<HostTensor[]>;
+
+  /** Each run's microseconds, run after run until `maxRuns` or `budgetMs` is spent. */
+  timeRuns?(
+    executable: Executable,
+    inputs: readonly HostTensor[],
+    weights: readonly DeviceBuffer[],
+    maxRuns: number,
+    budgetMs: number,
+  ): Promise<number[]>;
+
+  /**
+   * The same engine once more, on the calling thread, for programs short enough to run there.
+   * Absent where no such second instance may run (a second PJRT client would be another device
+   * context with memory of its own).
+   */
+  localTwin?(): Promise<AbstractBackend>;
+
+  /** How to create the same engine on another thread, where that is possible. */
+  readonly spawnSpec?: BackendSpec;
+
+  /**
+   * memoryStats() once every earlier call has landed (a backend that reports its figures lazily,
+   * such as an engine on its own thread). The memory probe reads the figures through it.
+   */
+  refreshMemoryStats?(): Promise<MemoryStats>;
+}
+
+/** Where a backend comes from: a module and the factory it exports, called with `args`. */
+export interface BackendSpec {
+  /** Module specifier ("@xlaserve/backend-reactant" or an absolute path). */
+  readonly module: string;
+  /** The factory: `(args) => AbstractBackend`. */
+  readonly export: string;
+  readonly args?: unknown;
 }
 
 export type BackendName = "pjrt" | "reactant";

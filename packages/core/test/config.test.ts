@@ -168,6 +168,19 @@ describe("loadConfig", () => {
     expect(loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: " +3 " } }).pjrt.loadThreads).toBe(3);
   });
 
+  test("where programs run is configuration too: XLASERVE_ENGINE_THREAD and XLASERVE_INLINE_MAX_US", () => {
+    expect(loadConfig({ env: {} }).placement).toEqual({ engineThread: true, inlineMaxUs: 50 });
+    const set = loadConfig({ env: { XLASERVE_ENGINE_THREAD: "0", XLASERVE_INLINE_MAX_US: "12.5" } });
+    expect(set.placement).toEqual({ engineThread: false, inlineMaxUs: 12.5 });
+    const bad = configError(() =>
+      loadConfig({ env: { XLASERVE_ENGINE_THREAD: "maybe", XLASERVE_INLINE_MAX_US: "-1" } }),
+    );
+    expect(bad.message).toContain("placement.engineThread: expected");
+    expect(bad.message).toContain("(env XLASERVE_ENGINE_THREAD)");
+    expect(bad.message).toContain("placement.inlineMaxUs: expected");
+    expect(bad.message).toContain("(env XLASERVE_INLINE_MAX_US)");
+  });
+
   test("unreadable files are CONFIG_INVALID", () => {
     expect(configError(() => loadConfig({ file: join(dir, "missing.yaml"), env: {} })).code).toBe("CONFIG_INVALID");
     const broken = file("broken.yaml", "server: [\n");

@@ -64,6 +64,7 @@ async function handle(msg: Record<string, unknown>): Promise<{ value?: unknown; 
         identity: backend.identity(),
         devices: backend.devices(),
         settles: typeof backend.settleBackground === "function",
+        serialCompute: backend.serialCompute === true,
       },
     };
   }

@@ -12,7 +12,6 @@ import type {
 } from "@xlaserve/core";
 import { XlaserveError, viewTyped } from "@xlaserve/core";
 import { type BackendSpec, createFromSpec } from "../engine/backend-spec.ts";
-import type { InlineHost } from "../inline/inline-runs.ts";
 import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies, transferFor } from "./run-wire.ts";
 
 interface Reply {
@@ -88,9 +87,8 @@ class ThreadExecutable implements Executable {
  * compiles and program loads, which the engine answers on their own when they finish (the
  * registry never probes while either is in flight: they hold its device lock shared).
  */
-export class ThreadedBackend implements AbstractBackend, InlineHost {
+export class ThreadedBackend implements AbstractBackend {
   private readonly worker: Worker;
-  private spec: BackendSpec | null = null;
   private twin: Promise<AbstractBackend> | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -101,6 +99,8 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
     devices: DeviceInfo[];
     /** Whether the engine's backend has background work to settle (settleBackground). */
     settles: boolean;
+    /** The engine computes one call at a time, to the end (AbstractBackend.serialCompute). */
+    serialCompute: boolean;
   } | null = null;
   private closed = false;
   private failure: XlaserveError | null = null;
@@ -164,7 +164,6 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
 
   static async create(spec: BackendSpec): Promise<ThreadedBackend> {
     const b = new ThreadedBackend();
-    b.spec = spec;
     try {
       b.info = (await b.call("init", {
         module: spec.module,
@@ -175,37 +174,32 @@ export class ThreadedBackend implements AbstractBackend, InlineHost {
       b.worker.terminate();
       throw err;
     }
+    if (b.serialCompute) b.offerTwin(spec);
     return b;
   }
 
   /**
    * The same engine once more, on this thread, created on first use: programs short enough to
-   * run inline (inline-runs.ts) run on it. Disposed with this backend.
+   * run inline (inline/) run on it. Disposed with this backend. Present only for an engine that
+   * computes serially (the CPU engine): a second PJRT instance would be another device context
+   * with memory of its own.
    */
-  localTwin(): Promise<AbstractBackend> {
-    const spec = this.spec;
-    if (!spec) return Promise.reject(new XlaserveError("INTERNAL", "engine thread not initialised"));
-    if (this.closed) return Promise.reject(new XlaserveError("DISPOSED", "the backend was disposed"));
-    if (!this.canRunInline) {
-      return Promise.reject(
-        new XlaserveError("UNSUPPORTED", `the ${this.name} backend has no second instance to run inline`),
-      );
-    }
-    this.twin ??= createFromSpec(spec);
-    return this.twin;
+  localTwin?: () => Promise<AbstractBackend>;
+
+  /** How to create the same engine on another thread; only where localTwin is offered. */
+  spawnSpec?: BackendSpec;
+
+  get serialCompute(): boolean {
+    return this.info?.serialCompute ?? false;
   }
 
-  /** How to create the same engine on another thread (null before init). */
-  get backendSpec(): BackendSpec | null {
-    return this.spec;
-  }
-
-  /**
-   * Whether a second instance on this thread may run programs (inline-runs.ts): the CPU engine
-   * only. A second PJRT instance would be another device context with memory of its own.
-   */
-  get canRunInline(): boolean {
-    return this.name === "reactant";
+  private offerTwin(spec: BackendSpec): void {
+    this.spawnSpec = spec;
+    this.localTwin = () => {
+      if (this.closed) return Promise.reject(new XlaserveError("DISPOSED", "the backend was disposed"));
+      this.twin ??= createFromSpec(spec);
+      return this.twin;
+    };
   }
 
   /** Fire-and-forget (ordered with the calls around it). */

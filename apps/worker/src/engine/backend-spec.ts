@@ -1,14 +1,7 @@
-import type { AbstractBackend } from "@xlaserve/core";
+import type { AbstractBackend, BackendSpec } from "@xlaserve/core";
 import { XlaserveError } from "@xlaserve/core";
 
-/** Where a backend comes from: a module and the factory it exports, called with `args`. */
-export interface BackendSpec {
-  /** Module specifier ("@xlaserve/backend-reactant" or an absolute path). */
-  readonly module: string;
-  /** The factory: `(args) => AbstractBackend`. */
-  readonly export: string;
-  readonly args?: unknown;
-}
+export type { BackendSpec } from "@xlaserve/core";
 
 /** Imports `spec.module` and creates the backend with its factory (on whichever thread calls it). */
 export async function createFromSpec(spec: BackendSpec): Promise<AbstractBackend> {

@@ -2,7 +2,7 @@ import type { AbstractBackend, DeviceBuffer, Executable, HostTensor, TensorSpec 
 import { XlaserveError } from "@xlaserve/core";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
 import { chooseBatchSize, padAxis, sliceRange } from "../model/batch-rows.ts";
-import { runSync, sameBytes } from "../inline/inline-runs.ts";
+import { runSync, sameBytes } from "../inline/run-sync.ts";
 import { zeroStats } from "../model/stats.ts";
 import type { ReplicaSpec } from "./protocol.ts";
 

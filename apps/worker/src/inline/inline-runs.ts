@@ -1,5 +1,7 @@
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
-import { XlaserveError } from "@xlaserve/core";
+import type { InlinePlacement } from "../placement/placement.ts";
+import { runSync, sameBytes } from "./run-sync.ts";
+import { WINDOW, engineMedian, warmUpHere } from "./timing.ts";
 
 /**
  * Programs short enough to run on the HTTP thread itself. The CPU engine's own thread costs every
@@ -12,32 +14,15 @@ import { XlaserveError } from "@xlaserve/core";
  * same bytes; prepare() checks that against the engine thread before it admits a program.
  */
 
-/** What the engine thread offers for this (threaded-backend.ts). */
-export interface InlineHost {
-  /** Whether localTwin() can give a second instance (false: every run stays on the engine thread). */
-  readonly canRunInline: boolean;
-  /** The same engine once more, on the calling thread. */
-  localTwin(): Promise<AbstractBackend>;
-  /** One run on the engine thread (upload, execute, download), as a request's. */
-  run(executable: Executable, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): Promise<HostTensor[]>;
-  /** Each run's microseconds on the engine thread, until maxRuns or budgetMs is spent. */
-  timeRuns(
-    executable: Executable,
-    inputs: readonly HostTensor[],
-    weights: readonly DeviceBuffer[],
-    maxRuns: number,
-    budgetMs: number,
-  ): Promise<number[]>;
-}
+/**
+ * A backend that can run programs inline: it offers a second instance of its engine on this
+ * thread (localTwin), runs a whole request in one call on its own (run), and times runs there
+ * (timeRuns). The threaded CPU engine does; PJRT does not.
+ */
+export type InlineHost = AbstractBackend & Required<Pick<AbstractBackend, "localTwin" | "timeRuns" | "run">>;
 
-export function isInlineHost(backend: AbstractBackend): backend is AbstractBackend & InlineHost {
-  const b = backend as Partial<InlineHost>;
-  return (
-    b.canRunInline === true &&
-    typeof b.localTwin === "function" &&
-    typeof b.timeRuns === "function" &&
-    typeof b.run === "function"
-  );
+export function isInlineHost(backend: AbstractBackend): backend is InlineHost {
+  return backend.localTwin !== undefined && backend.timeRuns !== undefined && backend.run !== undefined;
 }
 
 /** One program that runs inline: its copy on this thread and the drift watch over its runs. */
@@ -85,27 +70,6 @@ export interface InlineVerdict {
  */
 const PROBE_MS_LIMIT = 100;
 /**
- * Timing on the engine thread, in rounds of at most ENGINE_RUNS runs or ENGINE_ROUND_MS (it
- * serves nothing else meanwhile, so a round is short; requests run between rounds), until a
- * round's median is within the threshold, or far past it, or ENGINE_ROUNDS are done: the engine
- * thread's code can be cold too (a model loaded first).
- */
-const ENGINE_RUNS = 1000;
-const ENGINE_ROUND_MS = 20;
-const ENGINE_ROUNDS = 10;
-/**
- * Warm-up on this thread: runs in windows of WINDOW until a window's median is within the
- * threshold, for at most LOCAL_BUDGET_MS of run time. The engine's code starts cold on this
- * thread (the MLP's first run takes about 9 ms, its 1000th about 20 us), so one short timing
- * would turn most small programs away.
- */
-const WINDOW = 64;
-const LOCAL_BUDGET_MS = 300;
-/** A round this far past the threshold ends the timing: no warm-up brings that down. */
-const FAR_FACTOR = 8;
-/** The warm-up yields to the event loop after this much work, so a load beside traffic stays unnoticed. */
-const SLICE_MS = 2;
-/**
  * Two windows in a row whose median run is past this multiple of the threshold send the program
  * back to the engine thread. Medians, not means: a run the OS preempts for one scheduler tick
  * (4 ms here) or a GC pause must not count as the program getting slower.
@@ -119,6 +83,8 @@ export class InlineRuns {
 
   /** Every program copy this holds, inline or sent back to the engine thread since (freed on dispose). */
   private readonly locals: readonly Executable[];
+  /** Each inline program as a placement (what the request path runs it through). */
+  private readonly placements = new Map<Executable, InlinePlacement>();
 
   private constructor(
     private readonly twin: AbstractBackend,
@@ -128,6 +94,9 @@ export class InlineRuns {
     private readonly verdicts: readonly InlineVerdict[],
   ) {
     this.locals = [...programs.values()].map((p) => p.local);
+    for (const [executable, program] of programs) {
+      this.placements.set(executable, { where: "inline", runNow: (inputs) => this.run(executable, program, inputs) });
+    }
   }
 
   /**
@@ -166,7 +135,7 @@ export class InlineRuns {
         if (weights.length === 0) for (const w of hostWeights) weights.push(await twin.upload(w));
         const local = await twin.deserialize(await backend.serialize(c.executable), {});
         locals.push(local);
-        const localUs = await warmUp(twin, local, c.inputs, weights, maxUs, stillWanted);
+        const localUs = await warmUpHere(twin, local, c.inputs, weights, maxUs, stillWanted);
         if (localUs === null || localUs > maxUs) {
           no(c, "over the threshold on the HTTP thread after its warm-up", engineUs, localUs);
           continue;
@@ -195,6 +164,11 @@ export class InlineRuns {
   /** The inline copy of an engine-thread program, when it runs inline. */
   get(executable: Executable): InlineProgram | undefined {
     return this.programs.get(executable);
+  }
+
+  /** The program's placement on this thread, while it runs inline. */
+  placement(executable: Executable): InlinePlacement | undefined {
+    return this.programs.has(executable) ? this.placements.get(executable) : undefined;
   }
 
   /**
@@ -237,114 +211,6 @@ export class InlineRuns {
     this.programs.clear();
     freeAll(this.weights, this.locals);
   }
-}
-
-/**
- * A promise's outcome now. The CPU engine's calls are async in the interface but compute before
- * they return; reading the settled value directly (Bun.peek) keeps an inline run free of awaits,
- * so nothing else interleaves with it. A call still pending means the engine is not synchronous,
- * and it cannot run inline.
- */
-export function settledNow<T>(promise: Promise<T>): T {
-  switch (Bun.peek.status(promise)) {
-    case "fulfilled":
-      return Bun.peek(promise) as T;
-    case "rejected": {
-      const reason = Bun.peek(promise);
-      promise.catch(() => {}); // observed here: not an unhandled rejection
-      throw reason;
-    }
-    default:
-      promise.catch(() => {});
-      throw new XlaserveError("INTERNAL", "the engine did not compute synchronously, so it cannot run inline");
-  }
-}
-
-export function runSync(
-  twin: AbstractBackend,
-  local: Executable,
-  inputs: readonly HostTensor[],
-  weights: readonly DeviceBuffer[],
-): HostTensor[] {
-  const args: DeviceBuffer[] = [];
-  let results: DeviceBuffer[] = [];
-  try {
-    for (const t of inputs) args.push(settledNow(twin.upload(t)));
-    for (const w of weights) args.push(w);
-    results = settledNow(twin.execute(local, args));
-    const out = new Array<HostTensor>(results.length);
-    for (let i = 0; i < results.length; i++) out[i] = settledNow(twin.download(results[i] as DeviceBuffer));
-    return out;
-  } finally {
-    for (let i = 0; i < inputs.length; i++) args[i]?.dispose();
-    for (const r of results) r.dispose();
-  }
-}
-
-/** Runs in windows until one window's median is within `maxUs` (returned) or the budget is spent (null). */
-async function warmUp(
-  twin: AbstractBackend,
-  local: Executable,
-  inputs: readonly HostTensor[],
-  weights: readonly DeviceBuffer[],
-  maxUs: number,
-  stillWanted: () => boolean,
-): Promise<number | null> {
-  let spentMs = 0;
-  let slice = performance.now();
-  const window: number[] = [];
-  let last: number | null = null;
-  while (spentMs < LOCAL_BUDGET_MS && stillWanted()) {
-    const t0 = performance.now();
-    runSync(twin, local, inputs, weights);
-    const ms = performance.now() - t0;
-    spentMs += ms;
-    window.push(ms * 1000);
-    if (window.length === WINDOW) {
-      last = median(window);
-      if (last <= maxUs) return last;
-      window.length = 0;
-    }
-    if (performance.now() - slice >= SLICE_MS) {
-      await new Promise<void>((r) => setImmediate(r));
-      slice = performance.now();
-    }
-  }
-  return last;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1] as number;
-}
-
-/** The median run on the engine thread after its warm-up (see ENGINE_ROUNDS). */
-async function engineMedian(c: InlineCandidate, maxUs: number, stillWanted: () => boolean): Promise<number | null> {
-  let last: number | null = null;
-  for (let round = 0; round < ENGINE_ROUNDS && stillWanted(); round++) {
-    const us = await c.engineTimes(ENGINE_RUNS, ENGINE_ROUND_MS);
-    if (us.length === 0) return last;
-    // The later half: the earlier runs of a round include the tail of the warm-up.
-    last = median(us.slice(us.length >> 1));
-    if (last <= maxUs || last > maxUs * FAR_FACTOR) return last;
-  }
-  return last;
-}
-
-export function sameBytes(a: readonly HostTensor[], b: readonly HostTensor[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i] as HostTensor;
-    const y = b[i] as HostTensor;
-    if (x.dtype !== y.dtype || x.shape.length !== y.shape.length || x.shape.some((d, k) => d !== y.shape[k])) {
-      return false;
-    }
-    const xb = new Uint8Array(x.data.buffer, x.data.byteOffset, x.data.byteLength);
-    const yb = new Uint8Array(y.data.buffer, y.data.byteOffset, y.data.byteLength);
-    if (xb.byteLength !== yb.byteLength) return false;
-    for (let k = 0; k < xb.byteLength; k++) if (xb[k] !== yb[k]) return false;
-  }
-  return true;
 }
 
 function freeAll(weights: readonly DeviceBuffer[], programs: readonly Executable[]): void {

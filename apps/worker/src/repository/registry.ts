@@ -1,5 +1,4 @@
 import { existsSync } from "node:fs";
-import { totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import type { AbstractBackend, Logger, VerifiedFiles } from "@xlaserve/core";
 import { XlaserveError, asXlaserveError } from "@xlaserve/core";
@@ -14,10 +13,9 @@ import type {
   ServedModel,
   ServerInfo,
 } from "@xlaserve/server/contract.ts";
-import { type Residency, type WeightBudget, computeWeightBudget, formatBytes } from "../memory/budget.ts";
-import type { ReplicaSpec } from "../http-threads/protocol.ts";
+import { type WeightBudget, formatBytes } from "../memory/budget.ts";
 import { isInlineHost } from "../inline/inline-runs.ts";
-import { DeviceLock } from "../scheduler/concurrency-limiter.ts";
+import { DeviceLock } from "../scheduler/device-lock.ts";
 import {
   type LoadedProgram,
   type ProbeResult,
@@ -27,14 +25,11 @@ import {
 } from "../model/runtime-model.ts";
 import { type ProbeFigureStore, storeFigures, storedFigures } from "../memory/probe-figures.ts";
 import { WeightManager } from "../memory/weights.ts";
+import { InlineReplicas, type ReplicaHost } from "./inline-replicas.ts";
+import { LoadPhases, loadedLogFields, round1 } from "./load-report.ts";
+import { type MemoryOptions, WeightAdmission, budgetLogFields } from "./weight-admission.ts";
 
-/** Where models that run inline are replicated (the worker's other HTTP threads). */
-export interface ReplicaHost {
-  publish(spec: ReplicaSpec): void;
-  drop(name: string, generation: number): void;
-  /** Resolves once every thread has handled every message sent to it so far. */
-  sync(): Promise<void>;
-}
+export type { ReplicaHost } from "./inline-replicas.ts";
 
 export interface RegistryOptions {
   readonly repository: string;
@@ -42,14 +37,7 @@ export interface RegistryOptions {
   readonly platform: string;
   readonly programs: ProgramSource;
   readonly log: Logger;
-  readonly memory: {
-    readonly weightFraction: number;
-    readonly wiggle: number;
-    readonly defaultResidency: Residency;
-    readonly residency?: Readonly<Record<string, Residency>>;
-    /** Overrides the device's limit (the CPU engine: host memory given to the worker). */
-    readonly limitBytes?: number;
-  };
+  readonly memory: MemoryOptions;
   readonly concurrency: { readonly perModel: number; readonly queueDepth: number; readonly dynamicBatching?: boolean };
   readonly serverInfo: () => ServerInfo;
   readonly hooks?: RegistryHooks;
@@ -97,18 +85,20 @@ export class ModelRegistry implements ModelRegistryView {
   private readonly slots = new Map<string, Slot>();
   private budget: WeightBudget | null = null;
   private generation = 0;
-  private replicaHost: ReplicaHost | null = null;
   private draining = false;
   private starting = true;
   private warming: Promise<void> = Promise.resolve();
-  /** Inline preparations in progress (shutdown waits for them to stop). */
-  private readonly preparing = new Set<Promise<void>>();
+  /** Who fits the weight budget. */
+  private readonly weightFit: WeightAdmission;
+  private readonly inlineReplicas: InlineReplicas;
   /** Serializes the budget checks and swaps of concurrent loads (see doLoad). */
   private admission: Promise<void> = Promise.resolve();
   private readonly log: Logger;
 
   constructor(private readonly options: RegistryOptions) {
     this.log = options.log;
+    this.weightFit = new WeightAdmission(options.memory, options.backend);
+    this.inlineReplicas = new InlineReplicas(options.inlineMaxUs ?? 0, options.log);
     const hooks = options.hooks ?? {};
     this.weights = new WeightManager(options.log, {
       onLoad: (model, bytes, seconds) => hooks.weightLoad?.(model, bytes, seconds),
@@ -211,9 +201,9 @@ export class ModelRegistry implements ModelRegistryView {
    */
   private async settleStartupBudget(): Promise<void> {
     for (;;) {
-      const misfit = this.misfits(this.models()).sort(
-        (a, b) => b.model.weightBytes - a.model.weightBytes || a.model.name.localeCompare(b.model.name),
-      )[0];
+      const misfit = this.weightFit
+        .misfits(this.models())
+        .sort((a, b) => b.model.weightBytes - a.model.weightBytes || a.model.name.localeCompare(b.model.name))[0];
       if (!misfit) return;
       const { model, roomBytes } = misfit;
       const slot = this.slots.get(model.name);
@@ -222,26 +212,12 @@ export class ModelRegistry implements ModelRegistryView {
       model.retire(null);
       await model.drain();
       model.dispose();
-      const b = this.budgetFor(this.models().concat(model));
+      const b = this.weightFit.budgetFor(this.models().concat(model));
       this.refuse(
         slot,
         `weights (${formatBytes(model.weightBytes)}) exceed the weight pool (${formatBytes(roomBytes)}) with every model's run scratch counted (limit ${formatBytes(b.limitBytes)}, fraction ${b.fraction}, wiggle ${b.wiggle}, max scratch ${formatBytes(b.maxScratchBytes)})`,
       );
     }
-  }
-
-  /** Bytes a model of this residency may hold under a budget (`own`: its weights, if among the pinned). */
-  private roomFor(budget: WeightBudget, residency: Residency, ownPinned: number): number {
-    return residency === "pinned" ? budget.poolBytes - (budget.pinnedBytes - ownPinned) : budget.onDemandBytes;
-  }
-
-  /** Models whose weights have no room under the budget of exactly this set. */
-  private misfits(models: readonly RuntimeModel[]): Array<{ model: RuntimeModel; roomBytes: number }> {
-    const b = this.budgetFor(models);
-    return models.flatMap((m) => {
-      const roomBytes = this.roomFor(b, m.residency, m.residency === "pinned" ? m.weightBytes : 0);
-      return m.weightBytes > roomBytes ? [{ model: m, roomBytes }] : [];
-    });
   }
 
   /**
@@ -327,7 +303,7 @@ export class ModelRegistry implements ModelRegistryView {
       const model = slot.current;
       if (!model || this.slots.get(to)?.current) return;
       // The other HTTP threads hold the model by name: take it back first, hand it out again after.
-      this.replicaHost?.drop(from, model.generation);
+      this.inlineReplicas.drop(from, model.generation);
       model.name = to;
       this.slots.delete(from);
       this.slots.set(to, {
@@ -340,8 +316,8 @@ export class ModelRegistry implements ModelRegistryView {
         attempted: slot.attempted,
       });
       done = true;
-      void this.publishReplica(model);
-      await this.replicaHost?.sync();
+      void this.inlineReplicas.publish(model);
+      await this.inlineReplicas.sync();
       this.log.info("model renamed", { model: to, from, dir, recompiled: false });
     });
     return done;
@@ -354,7 +330,7 @@ export class ModelRegistry implements ModelRegistryView {
     const err = new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");
     const current = this.models();
     for (const m of current) m.retire(null, err);
-    await Promise.allSettled([...this.preparing]); // each stops at its next step once retired
+    await this.inlineReplicas.settled(); // each stops at its next step once retired
     await Promise.all(current.map((m) => m.drain()));
     for (const m of current) m.dispose();
     for (const s of this.slots.values()) {
@@ -372,62 +348,15 @@ export class ModelRegistry implements ModelRegistryView {
     return run;
   }
 
-  private residencyFor(name: string): Residency {
-    return this.options.memory.residency?.[name] ?? this.options.memory.defaultResidency;
-  }
-
-  private limitBytes(): number {
-    if (this.options.memory.limitBytes) return this.options.memory.limitBytes;
-    try {
-      const limit = this.options.backend.memoryStats().limitBytes;
-      if (limit && limit > 0) return limit;
-    } catch {
-      // fall through to the machine's memory
-    }
-    return totalmem();
-  }
-
-  /** The budget for a set of models (the current ones, with `replace` standing in for its name). */
-  private budgetFor(models: readonly RuntimeModel[]): WeightBudget {
-    const m = this.options.memory;
-    return computeWeightBudget({
-      limitBytes: this.limitBytes(),
-      fraction: m.weightFraction,
-      wiggle: m.wiggle,
-      maxScratchBytes: Math.max(0, ...models.map((x) => x.scratchBytes)),
-      pinnedBytes: models.filter((x) => x.residency === "pinned").reduce((a, x) => a + x.weightBytes, 0),
-    });
-  }
-
   /** Re-resolves the budget over the current models, in place. */
   resolveBudget(cause: BudgetCause): WeightBudget {
     const models = this.models();
-    const budget = this.budgetFor(models);
+    const budget = this.weightFit.budgetFor(models);
     this.budget = budget;
     this.weights.setBudget(budget);
     this.options.hooks?.budgetResolved?.(budget);
     if (!this.starting) {
-      this.log.info("weight budget resolved", {
-        cause,
-        limitBytes: budget.limitBytes,
-        fraction: budget.fraction,
-        wiggle: budget.wiggle,
-        maxScratchBytes: budget.maxScratchBytes,
-        poolBytes: budget.poolBytes,
-        pinnedBytes: budget.pinnedBytes,
-        onDemandBytes: budget.onDemandBytes,
-        pinnedOverCommit: budget.pinnedOverCommit,
-        // Scratch figures: measured by a probe now, or stored by an earlier probe of the same programs.
-        figures: `${models.filter((x) => x.probe?.source === "measured").length} measured, ${models.filter((x) => x.probe?.source === "stored").length} stored`,
-        models: models.map((x) => ({
-          name: x.name,
-          residency: x.residency,
-          weightBytes: x.weightBytes,
-          scratchBytes: x.scratchBytes,
-          figures: x.probe?.source ?? "none",
-        })),
-        summary: `pool ${formatBytes(budget.poolBytes)} = min(${budget.fraction} x ${formatBytes(budget.limitBytes)}, (1 - ${budget.wiggle}) x ${formatBytes(budget.limitBytes)} - ${formatBytes(budget.maxScratchBytes)} scratch); on-demand ${formatBytes(budget.onDemandBytes)} after ${formatBytes(budget.pinnedBytes)} pinned`,
-      });
+      this.log.info("weight budget resolved", budgetLogFields(cause, budget, models));
     }
     return budget;
   }
@@ -475,19 +404,11 @@ export class ModelRegistry implements ModelRegistryView {
     const programs = new Map<BundleModule, LoadedProgram>();
     let model: RuntimeModel | null = null;
     let releaseAdmission: (() => void) | null = null;
-    // Where the load's time goes (the "model loaded" line): bundle read and hashing (the weights
-    // read into memory included), programs (compile or cache load), weight upload, probe, warm-up.
-    const phases = { readMs: 0, programsMs: 0, uploadMs: 0, probeMs: 0, warmUpMs: 0 };
-    let lap = performance.now();
-    const mark = (phase: keyof typeof phases) => {
-      const now = performance.now();
-      phases[phase] += now - lap;
-      lap = now;
-    };
+    const phases = new LoadPhases();
     try {
       const verifiedWeights = this.options.verifiedWeights;
       const bundle = await loadBundle(dir, verifiedWeights ? { verifiedWeights } : {});
-      mark("readMs");
+      phases.mark("readMs");
       // A model's programs load together: the PJRT backend loads each on a loader thread of its
       // own, and loads overlap (bench/results/pjrt-parallel-loads-*). Shared with requests,
       // exclusive of probes: compile scratch never lands in a probe's peak.
@@ -501,7 +422,7 @@ export class ModelRegistry implements ModelRegistryView {
       const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
       if (failed) throw failed.reason;
       for (const program of programs.values()) this.options.hooks?.programLoaded?.(name, program);
-      mark("programsMs");
+      phases.mark("programsMs");
       // From here to the swap, one model at a time: each admission sees the models admitted before
       // it, as when bundles loaded one by one (their reads and program loads still overlap).
       releaseAdmission = await this.admit();
@@ -509,14 +430,14 @@ export class ModelRegistry implements ModelRegistryView {
       // change them.
       const hostWeights = bundle.weights.argumentOrder.map((w) => bundle.weights.tensor(w));
       const weightBytes = hostWeights.reduce((a, t) => a + t.data.byteLength, 0);
-      const residency = this.residencyFor(name);
+      const residency = this.weightFit.residencyFor(name);
 
       // Refuse before uploading anything when the weights alone cannot fit the pool. At start the
       // other models' scratch and pins are not all known yet (loads overlap in any order): only
       // weights no budget could hold are refused here; settleStartupBudget() decides the rest.
       const others = this.models().filter((m) => m.name !== name);
-      const pre = this.starting ? this.budgetFor([]) : this.budgetFor(others);
-      const room = this.roomFor(pre, residency, 0);
+      const pre = this.starting ? this.weightFit.budgetFor([]) : this.weightFit.budgetFor(others);
+      const room = this.weightFit.roomFor(pre, residency, 0);
       if (weightBytes > room) {
         throw this.refuse(
           slot,
@@ -537,7 +458,7 @@ export class ModelRegistry implements ModelRegistryView {
         coalesce: this.options.concurrency.dynamicBatching ?? false,
         // The CPU engine runs one program at a time: one coalesced execution in flight makes the
         // groups largest (measured: MLP 11k req/s in-process with 1 in flight, 5k with 2 or 4).
-        executionsInFlight: this.options.backend.name === "reactant" ? 1 : this.options.concurrency.perModel,
+        executionsInFlight: this.options.backend.serialCompute ? 1 : this.options.concurrency.perModel,
         deviceLock: this.deviceLock,
         log: this.log.child({ model: name }),
         hooks: this.options.hooks,
@@ -546,9 +467,9 @@ export class ModelRegistry implements ModelRegistryView {
         loadMs: 0,
       });
       model.budgetInfo = () => this.budgetExtra();
-      mark("programsMs");
+      phases.mark("programsMs");
       await model.registerWeights();
-      mark("uploadMs");
+      phases.mark("uploadMs");
       // Figures an earlier probe of these very programs measured stand in for the probe; else
       // probe now (rule 5: the peak is reset before each run) and store what it measured.
       const figures = this.options.probeFigures;
@@ -559,11 +480,11 @@ export class ModelRegistry implements ModelRegistryView {
         // A reload swaps in warm; at start the warm-up runs once the worker serves (warmUpPending).
         if (!this.starting) {
           await model.warmUp();
-          mark("warmUpMs");
+          phases.mark("warmUpMs");
         }
       } else {
         probe = await model.runProbe(); // also the warm-up: every program has run once
-        mark("probeMs");
+        phases.mark("probeMs");
         if (figures) {
           try {
             storeFigures(model, figures);
@@ -576,7 +497,7 @@ export class ModelRegistry implements ModelRegistryView {
       // Re-check with this model's measured scratch included: admitting it must leave every
       // model's weights room (its scratch may shrink the pool under a model admitted before).
       if (!this.starting) {
-        const misfit = this.misfits([...others, model])[0];
+        const misfit = this.weightFit.misfits([...others, model])[0];
         if (misfit) {
           throw this.refuse(
             slot,
@@ -595,32 +516,13 @@ export class ModelRegistry implements ModelRegistryView {
       slot.state = "READY";
       slot.reason = "";
       if (old) old.retire(model);
-      const records = model.programRecords();
-      const hits = records.filter((r) => r.outcome === "hit").length;
-      this.log.info(old ? "model reloaded" : "model loaded", {
-        model: name,
-        generation: model.generation,
-        ms: Math.round(loadMs * 10) / 10,
-        cache: `${hits}/${records.length} hit`,
-        programs: records.map((r) => ({
-          file: r.file,
-          cache: r.outcome,
-          ms: Math.round((r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs) * 10) / 10,
-        })),
-        phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round1(v)])),
-        residency,
-        weightBytes,
-        scratchBytes: probe.scratchBytes,
-        figures: probe.source,
-        warm: model.isWarm(),
-        memory: `weights ${formatBytes(weightBytes)}, scratch ${formatBytes(probe.scratchBytes)} (${probe.source})`,
-      });
+      this.log.info(old ? "model reloaded" : "model loaded", loadedLogFields(model, loadMs, phases));
       if (!this.starting) this.resolveBudget(old ? "replace" : "load");
       const loaded = model;
       if ((this.options.inlineMaxUs ?? 0) > 0 && isInlineHost(this.options.backend)) {
-        loaded.onInlineDue = () => this.prepareInline(loaded);
+        loaded.onInlineDue = () => this.inlineReplicas.prepare(loaded);
       }
-      loaded.onRetired = () => this.replicaHost?.drop(loaded.name, loaded.generation);
+      loaded.onRetired = () => this.inlineReplicas.drop(loaded.name, loaded.generation);
       if (old) {
         void old.drain().then(() => {
           old.dispose();
@@ -656,71 +558,15 @@ export class ModelRegistry implements ModelRegistryView {
     }
   }
 
-  /**
-   * The worker's other HTTP threads (http-threads/front-pool.ts): each model is offered to them once its
-   * programs were timed for inline runs (RuntimeModel.replicaSpec decides whether it qualifies),
-   * and taken back when retired.
-   */
+  /** The worker's other HTTP threads, which run the models that qualify themselves (inline-replicas.ts). */
   attachReplicaHost(host: ReplicaHost | null): void {
-    this.replicaHost = host;
-    if (host) for (const model of this.models()) void this.publishReplica(model);
+    this.inlineReplicas.attach(host, this.models());
   }
 
   /** A replica's statistics, added into the model's own when it is still that version. */
   addReplicaStats(name: string, generation: number, stats: ModelStats): void {
     const current = this.slots.get(name)?.current;
     if (current && current.generation === generation) current.addReplicaStats(stats);
-  }
-
-  private async publishReplica(model: RuntimeModel): Promise<void> {
-    if (!this.replicaHost) return;
-    try {
-      const spec = await model.replicaSpec(this.options.inlineMaxUs ?? 0);
-      // Checked again after the awaits: a version retired meanwhile must not be handed out.
-      if (spec && !model.isRetired() && this.replicaHost) this.replicaHost.publish(spec);
-    } catch (err) {
-      this.log.warn("model not handed to the other HTTP threads; they relay its requests", {
-        model: model.name,
-        error: asXlaserveError(err).message,
-      });
-    }
-  }
-
-  /**
-   * Times the model's programs on the HTTP thread in the background (the model serves through the
-   * engine meanwhile) and lets those within the threshold run inline from then on. Asked for by
-   * the model itself once it is busy (see RuntimeModel.onInlineDue).
-   */
-  private prepareInline(model: RuntimeModel): void {
-    const maxUs = this.options.inlineMaxUs ?? 0;
-    if (maxUs <= 0) return;
-    const job = model
-      .prepareInline(maxUs)
-      .then((verdicts) => {
-        if (!verdicts) return;
-        void this.publishReplica(model);
-        this.log.info("inline runs", {
-          model: model.name,
-          maxUs,
-          programs: verdicts.map((v) => ({
-            program: v.label,
-            inline: v.inline,
-            engineUs: v.engineUs === null ? null : round1(v.engineUs),
-            localUs: v.localUs === null ? null : round1(v.localUs),
-            ...(v.inline ? {} : { why: v.reason }),
-          })),
-        });
-      })
-      .catch((err) => {
-        if (!model.isRetired()) {
-          this.log.warn("inline runs not prepared; every run stays on the engine", {
-            model: model.name,
-            error: asXlaserveError(err).message,
-          });
-        }
-      })
-      .finally(() => this.preparing.delete(job));
-    this.preparing.add(job);
   }
 
   /** Waits for the admission turn; call the returned function to pass it on. */
@@ -742,7 +588,7 @@ export class ModelRegistry implements ModelRegistryView {
     slot.current = null;
     old.retire(null);
     // Unloaded means unloaded on every HTTP thread too: their copies are dropped before this returns.
-    await this.replicaHost?.sync();
+    await this.inlineReplicas.sync();
     await old.drain();
     old.dispose();
     slot.state = "UNAVAILABLE";
@@ -750,8 +596,4 @@ export class ModelRegistry implements ModelRegistryView {
     this.log.info("model unloaded", { model: slot.name, reason: why });
     if (!this.draining) this.resolveBudget("remove");
   }
-}
-
-function round1(ms: number): number {
-  return Math.round(ms * 10) / 10;
 }

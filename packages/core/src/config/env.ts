@@ -19,6 +19,8 @@ export const ENV_SHORTCUTS: Readonly<Record<string, readonly string[]>> = {
   XLASERVE_PJRT_PLUGIN: ["pjrt", "plugin"],
   XLASERVE_LOG_LEVEL: ["log", "level"],
   XLASERVE_LOG_FORMAT: ["log", "format"],
+  XLASERVE_ENGINE_THREAD: ["placement", "engineThread"],
+  XLASERVE_INLINE_MAX_US: ["placement", "inlineMaxUs"],
 };
 
 /**
@@ -26,8 +28,6 @@ export const ENV_SHORTCUTS: Readonly<Record<string, readonly string[]>> = {
  * switches). Any other XLASERVE_* name is a likely typo and is warned about (envWarnings).
  */
 export const ENV_ONLY_VARIABLES: readonly string[] = [
-  "XLASERVE_ENGINE_THREAD",
-  "XLASERVE_INLINE_MAX_US",
   "XLASERVE_BLAS_THREADS",
   "XLASERVE_BLAS_LIBRARY",
   "XLASERVE_MALFORMED_TARGET",

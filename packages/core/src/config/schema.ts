@@ -127,6 +127,22 @@ export const ConfigSchema = Type.Object(
       },
       section,
     ),
+    placement: Type.Object(
+      {
+        engineThread: Type.Boolean({
+          default: true,
+          description:
+            "run the backend on its own thread, so compute and PJRT's launch work never hold up the HTTP event loop (false: on the main thread)",
+        }),
+        inlineMaxUs: Type.Number({
+          minimum: 0,
+          default: 50,
+          description:
+            "programs whose measured run takes at most this many microseconds run on the HTTP thread instead of the engine thread (the CPU engine; 0 turns it off)",
+        }),
+      },
+      section,
+    ),
     log: Type.Object(
       {
         level: Type.Union([Type.Literal("debug"), Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")], {

@@ -1,0 +1,61 @@
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import type { AbstractBackend, Logger } from "@xlaserve/core";
+import { compileOptionsOf } from "@xlaserve/core";
+import type { Config } from "@xlaserve/core/config/schema.ts";
+import { ProgramCache } from "@xlaserve/cache";
+import type { ProbeFigureStore } from "../memory/probe-figures.ts";
+import type { LoadedProgram, ProgramSource } from "../model/program-types.ts";
+
+/**
+ * Where the models' programs come from: the program cache (hit: deserialized; miss: compiled and
+ * stored), or a compile per program when the cache is off.
+ */
+export async function openPrograms(
+  config: Config,
+  backend: AbstractBackend,
+  log: Logger,
+): Promise<{ programs: ProgramSource; cache: ProgramCache | null }> {
+  const options = compileOptionsOf(config);
+  if (!config.cache.enabled) {
+    const programs: ProgramSource = async (_bundle, module) => {
+      const t0 = performance.now();
+      const executable = await backend.compile(
+        { bytes: await module.read(), format: module.format, origin: module.path },
+        options,
+      );
+      return { executable, outcome: "uncached", compileMs: performance.now() - t0, loadMs: 0 };
+    };
+    return { programs, cache: null };
+  }
+  const stateDir = resolve(config.cache.stateDir);
+  mkdirSync(stateDir, { recursive: true });
+  const cache = await ProgramCache.open({
+    stateDir,
+    onWarning: (w) => log.warn("program cache", { kind: w.kind, message: w.message }),
+  });
+  const synced = new WeakSet<object>();
+  const programs: ProgramSource = async (bundle, module): Promise<LoadedProgram> => {
+    if (!synced.has(bundle)) {
+      synced.add(bundle);
+      cache.syncModuleHashes(bundle);
+    }
+    const r = await cache.getOrCompile({ bundle, module, backend, options });
+    return {
+      executable: r.executable,
+      outcome: r.outcome,
+      compileMs: r.compileMs ?? 0,
+      loadMs: r.loadMs ?? 0,
+      entryPath: r.entryPath,
+    };
+  };
+  return { programs, cache };
+}
+
+/** The program cache's index as the registry's store of probe figures. */
+export function probeFigureStore(cache: ProgramCache): ProbeFigureStore {
+  return {
+    get: (key, identity) => cache.probeFigures(key, identity),
+    put: (key, identity, f) => cache.storeProbeFigures(key, { identity, ...f, measuredAt: Date.now() }),
+  };
+}

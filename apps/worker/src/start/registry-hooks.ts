@@ -1,0 +1,25 @@
+import type { Metrics } from "@xlaserve/server";
+import type { RegistryHooks } from "../repository/registry.ts";
+import type { WorkerGauges } from "./worker-gauges.ts";
+
+/** The registry's events as metrics: queue depth, compute time, weight loads and cache outcomes. */
+export function registryHooks(metrics: Metrics, extra: WorkerGauges): RegistryHooks {
+  return {
+    queueDepth: (model, depth) => metrics.setQueueDepth(model, depth),
+    computeSeconds: (model, s) => metrics.addComputeSeconds(model, s),
+    weightLoad: (model, _bytes, s) => {
+      metrics.weightLoads.inc({ model });
+      extra.weightLoadSeconds.inc({ model }, s);
+    },
+    weightEvict: (model) => metrics.weightEvicts.inc({ model }),
+    programLoaded: (model, p) => {
+      if (p.outcome === "hit") {
+        metrics.cacheHits.inc({ model });
+        metrics.cacheLoads.inc({ model });
+      } else if (p.outcome === "miss" || p.outcome === "recompiled") {
+        metrics.cacheMisses.inc({ model });
+        metrics.cacheCompiles.inc({ model });
+      }
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import type { AbstractBackend } from "@xlaserve/core";
+import type { Metrics } from "@xlaserve/server";
+import type { HttpModules } from "../http/http-modules.ts";
+import type { ModelRegistry } from "../repository/registry.ts";
+
+/** The worker's own series beside the server's: the weight budget and per-model memory figures. */
+export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], Gauge: HttpModules["Gauge"]) {
+  const registers = [metrics.registry];
+  // Most figures are one gauge series per model.
+  const perModel = (name: string, help: string) => new Gauge({ name, help, labelNames: ["model"] as const, registers });
+  return {
+    budget: new Gauge({
+      name: "worker_weight_budget_bytes",
+      help: "The resolved weight budget: limit, pool, on_demand, pinned, max_scratch",
+      labelNames: ["device", "figure"] as const,
+      registers,
+    }),
+    residentWeights: new Gauge({
+      name: "worker_resident_weight_bytes",
+      help: "Weight bytes resident on the device (pinned and on-demand)",
+      labelNames: ["device"] as const,
+      registers,
+    }),
+    modelWeight: perModel("worker_model_weight_bytes", "Per-model weight footprint (bytes)"),
+    modelScratch: perModel("worker_model_scratch_bytes", "Per-model run scratch measured by the memory probe (bytes)"),
+    modelResident: perModel("worker_model_resident", "1 if the model's weights are device-resident, else 0"),
+    modelPinned: perModel("worker_model_pinned", "1 if the model is pinned, else 0"),
+    modelsLoaded: new Gauge({ name: "worker_models_loaded", help: "Number of loaded models", registers }),
+    weightLoadSeconds: new Counter({
+      name: "worker_weight_load_seconds_total",
+      help: "Cumulative time spent loading weights to the device (seconds)",
+      labelNames: ["model"] as const,
+      registers,
+    }),
+  };
+}
+
+export type WorkerGauges = ReturnType<typeof workerGauges>;
+
+/** Sets the device, budget and per-model figures on every scrape. */
+export function scrapeWorkerFigures(
+  metrics: Metrics,
+  extra: WorkerGauges,
+  backend: AbstractBackend,
+  registry: ModelRegistry,
+): void {
+  const dev = String(0);
+  try {
+    const m = backend.memoryStats();
+    metrics.deviceMemoryInUse.set({ device: dev }, m.inUseBytes);
+    metrics.deviceMemoryPeak.set({ device: dev }, m.peakBytes);
+    if (m.limitBytes !== null) metrics.deviceMemoryLimit.set({ device: dev }, m.limitBytes);
+  } catch {
+    // a disposed backend during shutdown
+  }
+  const b = registry.currentBudget();
+  metrics.weightCacheUsed.set({ device: dev }, registry.weights.residentOnDemandBytes);
+  if (b) {
+    metrics.weightCacheCapacity.set({ device: dev }, b.onDemandBytes);
+    extra.budget.set({ device: dev, figure: "limit" }, b.limitBytes);
+    extra.budget.set({ device: dev, figure: "pool" }, b.poolBytes);
+    extra.budget.set({ device: dev, figure: "on_demand" }, b.onDemandBytes);
+    extra.budget.set({ device: dev, figure: "pinned" }, b.pinnedBytes);
+    extra.budget.set({ device: dev, figure: "max_scratch" }, b.maxScratchBytes);
+  }
+  extra.residentWeights.set({ device: dev }, registry.weights.residentBytes);
+  extra.modelWeight.reset();
+  extra.modelScratch.reset();
+  extra.modelResident.reset();
+  extra.modelPinned.reset();
+  for (const m of registry.models()) {
+    const e = m.extra();
+    extra.modelWeight.set({ model: m.name }, m.weightBytes);
+    extra.modelScratch.set({ model: m.name }, m.scratchBytes);
+    extra.modelResident.set({ model: m.name }, e.resident ? 1 : 0);
+    extra.modelPinned.set({ model: m.name }, m.residency === "pinned" ? 1 : 0);
+  }
+  extra.modelsLoaded.set(registry.models().length);
+}
