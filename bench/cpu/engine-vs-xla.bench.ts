@@ -28,8 +28,8 @@ import {
   uploadAll,
   uploadWeights,
 } from "../lib/bundle-io.ts";
-import { allowedCpus, expandCpuList } from "../lib/current-cpu.ts";
-import { blasEnv } from "../lib/proc.ts";
+import { expandCpuList } from "../lib/current-cpu.ts";
+import { currentAffinity, reexecPinned } from "../lib/pin.ts";
 import { BenchResult, resultsDir } from "../lib/results.ts";
 import { median, round, summarize } from "../lib/stats.ts";
 
@@ -72,21 +72,7 @@ const blasThreads = intFlag(values["blas-threads"], coreCount, "blas-threads");
 const profileRuns = intFlag(values["profile-runs"], 3, "profile-runs");
 const maxSecondsPerModel = intFlag(values["max-seconds-per-model"], 60, "max-seconds-per-model");
 
-// Pin this process (the engine side) by re-executing under taskset, once; BLAS threads are read
-// by OpenBLAS when it loads, so they are set for the re-executed process too.
-if (!process.env.XLASERVE_BENCH_REEXEC) {
-  const needPin = pinned && currentAffinity() !== expandCpuList(cores).join(",");
-  const needBlas = process.env.OPENBLAS_NUM_THREADS !== String(blasThreads);
-  if (needPin || needBlas) {
-    const prefix = needPin && (await hasTaskset()) ? ["taskset", "-c", cores] : [];
-    if (needPin && prefix.length === 0) console.warn("taskset not found: running unpinned");
-    const child = Bun.spawn([...prefix, process.execPath, ...process.argv.slice(1)], {
-      env: { ...process.env, ...blasEnv(blasThreads), XLASERVE_BENCH_REEXEC: "1" },
-      stdio: ["inherit", "inherit", "inherit"],
-    });
-    process.exit(await child.exited);
-  }
-}
+await reexecPinned(cores, blasThreads);
 
 const result = new BenchResult("engine-vs-xla-cpu");
 result.dir = resultsDir(values["results-dir"] as string | undefined);
@@ -337,19 +323,4 @@ function findSteps(root: unknown): StepLike[] {
   };
   walk(root, 0);
   return steps;
-}
-
-// ---- pinning helpers ----------------------------------------------------------------------------
-
-function currentAffinity(): string {
-  return allowedCpus()?.join(",") ?? "";
-}
-
-async function hasTaskset(): Promise<boolean> {
-  try {
-    const p = Bun.spawn(["taskset", "-V"], { stdout: "ignore", stderr: "ignore" });
-    return (await p.exited) === 0;
-  } catch {
-    return false;
-  }
 }

@@ -26,6 +26,9 @@
 #   memory-worker  bench/memory-probe.bench.ts (the worker owner's in-process probe; issue 7),
 #                  where that file exists
 #   cpu            bench/cpu/engine-vs-xla.bench.ts on cores 0,1 (issue 4)
+#   zoo            bench/cpu/zoo.bench.ts: every zoo model (tests/zoo/models, committed) at both batch
+#                  sizes, CPU engine vs XLA CPU (this host's jax with JAX_PLATFORMS=cpu), taking turns,
+#                  on all cores (taskset -c 0-N) and then on cores 0,1
 #   gpu-tests      bun test tests/gpu packages/backend-pjrt/test, figures to gpu-tests-<date>.json
 #   load-diag      bench/gpu/diag/load-breakdown.ts for ResNet-50 b1 and b32 (what source locations
 #                  cost a load), one load under XLA's VLOG (logs/load-trace-b1.log), and the host's
@@ -72,9 +75,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|reload-stall|memory|memory-worker|cpu|http) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|reload-stall|memory|memory-worker|cpu|zoo|http) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu zoo http part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -85,7 +88,7 @@ if [ ${#expanded[@]} -gt 0 ]; then
   want gpu-tests && ordered+=(gpu-tests)
   for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu http; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu zoo http; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -339,6 +342,12 @@ for phase in "${ordered[@]}"; do
     cpu)
       run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \
         --only cnn,transformer,resnet50 --cores 0,1 --runs 20 --profile-runs 3
+      ;;
+    zoo)
+      # The zoo's bundles are committed (tests/zoo/models): no export step.
+      last=$(( $(nproc) - 1 ))
+      run_step zoo-all-cores 300 bun bench/cpu/zoo.bench.ts --cores "0-$last" --results-dir "$RES"
+      run_step zoo-2-cores 240 bun bench/cpu/zoo.bench.ts --cores 0,1 --results-dir "$RES"
       ;;
   esac
 done

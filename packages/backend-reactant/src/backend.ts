@@ -18,7 +18,7 @@ import type { Module, TensorType } from "@xlaserve/stablehlo";
 import { readModule } from "./read-module.ts";
 import { Arena, takeData } from "./plan/arena.ts";
 import { dtypeOf, elemTypeOf } from "./plan/dtype-map.ts";
-import { type CompiledFunction, type OpTime, Program, release, retain } from "./plan/program.ts";
+import { type CompiledFunction, type OpTime, Program, type StepTimes, release, retain } from "./plan/program.ts";
 import { PLAN_FORMAT_VERSION, deserializeModule, serializeModule } from "./plan/serialize.ts";
 import { type RtValue, isArray } from "./plan/values.ts";
 
@@ -40,6 +40,8 @@ export interface ReactantBackendOptions {
    * per-op profile bench/ reports. Costs two clock reads per op.
    */
   readonly profile?: Map<string, OpTime>;
+  /** When given, every execute adds each step's exclusive time to it (profile.ts reports it). */
+  readonly steps?: StepTimes;
 }
 
 class ReactantBuffer implements DeviceBuffer {
@@ -237,7 +239,12 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
       }
       let results: RtValue[];
       try {
-        results = exe.entry.invoke(values, { arena, failures: [], profile: options.profile });
+        results = exe.entry.invoke(values, {
+          arena,
+          failures: [],
+          ...(options.profile ? { profile: options.profile } : {}),
+          ...(options.steps ? { steps: options.steps } : {}),
+        });
       } catch (e) {
         if (isXlaserveError(e) && e.code !== "INTERNAL") throw e;
         throw new XlaserveError("EXECUTE_FAILED", `execution failed: ${(e as Error).message}`, {}, { cause: e });

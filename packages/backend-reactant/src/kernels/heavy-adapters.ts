@@ -2,7 +2,7 @@ import type { NDArray } from "../array.ts";
 import type { Attr, AttrObject, Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
 import { type Arena, dataTaker } from "../plan/arena.ts";
-import type { Kernel, KernelTools } from "../plan/program.ts";
+import { type Kernel, type KernelTools, runBlock } from "../plan/program.ts";
 import { convolution } from "./heavy/convolution.ts";
 import { dotGeneralFor } from "./heavy/dot-general.ts";
 import { type FftType, fft } from "./heavy/fft.ts";
@@ -10,6 +10,7 @@ import { gather } from "./heavy/gather.ts";
 import { reduceWindow } from "./heavy/reduce-window.ts";
 import { scatter } from "./heavy/scatter.ts";
 import { selectAndScatter } from "./heavy/select-and-scatter.ts";
+import { comparatorKey } from "./heavy/comparator-key.ts";
 import { sort } from "./heavy/sort.ts";
 import { type TransposeKind, triangularSolve } from "./heavy/triangular-solve.ts";
 import { regionInfoFor } from "./region.ts";
@@ -172,16 +173,40 @@ export function scatterKernel(op: Op, tools: KernelTools): Kernel {
 }
 
 export function sortKernel(op: Op, tools: KernelTools): Kernel {
-  const [block] = tools.regions;
+  const [block, keyBlock] = tools.regions;
   const region = op.regions[0];
   if (!block || !region) throw new Error("sort needs a comparator region");
   const dimension = Number(op.attrs.dimension ?? -1);
   const isStable = op.attrs.is_stable === true;
   const comparator = regionInfoFor(block, region);
+  const key = comparatorKey(region);
+  const fastKey = key ? { operand: key.operand, descending: key.descending, totalOrder: key.totalOrder } : null;
   return (args, frame) => {
     const rank = (args[0] as NDArray).shape.length;
-    return sort(args as NDArray[], dimension < 0 ? dimension + rank : dimension, comparator(frame), { isStable });
+    const axis = dimension < 0 ? dimension + rank : dimension;
+    if (!key || !fastKey) return sort(args as NDArray[], axis, comparator(frame), { isStable });
+    let keys = args[key.operand] as NDArray;
+    if (key.keyOps.length > 0) {
+      if (!keyBlock) throw new Error("sort: the plan has no key region for its comparator");
+      // The key function once over each whole operand (the plan's extra region, extraRegions).
+      keys = runBlock(
+        keyBlock,
+        frame,
+        (args as NDArray[]).flatMap((a) => [a, a]),
+      )[0] as NDArray;
+    }
+    // A plain float < with NaNs is no strict weak order: the answer then depends on the sorting
+    // algorithm, so such a sort stays on the region path it always took.
+    if (!fastKey.totalOrder && hasNaN(keys)) return sort(args as NDArray[], axis, comparator(frame), { isStable });
+    return sort(args as NDArray[], axis, comparator(frame), { isStable, fastKey, keys });
   };
+}
+
+function hasNaN(a: NDArray): boolean {
+  if (a.type !== "f32" && a.type !== "f64") return false;
+  const d = a.data as Float32Array | Float64Array;
+  for (let i = 0; i < d.length; i++) if (Number.isNaN(d[i])) return true;
+  return false;
 }
 
 export function fftKernel(op: Op): Kernel {

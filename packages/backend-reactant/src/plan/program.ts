@@ -1,6 +1,7 @@
 import { XlaserveError, isXlaserveError } from "@xlaserve/core";
 import { elementCount } from "../array.ts";
-import type { Func, Module, Op } from "@xlaserve/stablehlo";
+import type { Func, Module, Op, Region } from "@xlaserve/stablehlo";
+import { comparatorKey, keyRegion } from "../kernels/heavy/comparator-key.ts";
 import { buildKernel } from "../kernels/registry.ts";
 import { Arena } from "./arena.ts";
 import { fuseSteps } from "./fusion.ts";
@@ -19,6 +20,28 @@ export interface ExecContext {
   readonly failures: CheckFailure[];
   /** When set, time spent per op name is added here (the per-op profile of bench/). */
   readonly profile?: Map<string, OpTime>;
+  /** When set, each step's exclusive time (nested blocks' steps not counted twice). */
+  readonly steps?: StepTimes;
+}
+
+/**
+ * Exclusive time per step: a step that runs blocks (while, case, reduce regions, calls) is charged
+ * only for what its nested steps did not take.
+ */
+export class StepTimes {
+  readonly byStep = new Map<Step, OpTime>();
+  private readonly nested: number[] = [];
+
+  begin(): void {
+    this.nested.push(0);
+  }
+
+  end(step: Step, ms: number): void {
+    const inner = this.nested.pop() ?? 0;
+    const depth = this.nested.length;
+    if (depth > 0) this.nested[depth - 1] = (this.nested[depth - 1] as number) + ms;
+    record(this.byStep, step, ms - inner);
+  }
 }
 
 export interface OpTime {
@@ -150,17 +173,24 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
   try {
     for (let i = 0; i < block.argSlots.length; i++) setSlot(frame, block.argSlots[i] as number, args[i]);
     const profile = frame.ctx.profile;
+    const stepTimes = frame.ctx.steps;
+    const timed = profile !== undefined || stepTimes !== undefined;
     for (const step of block.steps) {
       const ins = new Array<RtValue>(step.inputs.length);
       for (let i = 0; i < ins.length; i++) ins[i] = env[step.inputs[i] as number] as RtValue;
       let outs: RtValue[];
-      const start = profile ? performance.now() : 0;
+      stepTimes?.begin();
+      const start = timed ? performance.now() : 0;
       try {
         outs = step.kernel(ins, frame);
       } catch (e) {
         throw stepError(step.op, e);
       }
-      if (profile) record(profile, step.label ?? step.op.name, performance.now() - start);
+      if (timed) {
+        const ms = performance.now() - start;
+        if (profile) record(profile, step.label ?? step.op.name, ms);
+        stepTimes?.end(step, ms);
+      }
       for (let i = 0; i < step.outputs.length; i++) setSlot(frame, step.outputs[i] as number, outs[i]);
       for (const s of step.frees) if (!frame.constant[s]) clearSlot(frame, s);
       if (outermost) arena.flush();
@@ -171,7 +201,15 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
   }
 }
 
-function record(profile: Map<string, OpTime>, name: string, ms: number): void {
+/** Regions the plan adds to an op: a sort's key function, where its comparator orders by one key. */
+function extraRegions(op: Op): Region[] {
+  if (op.name !== "stablehlo.sort" || op.regions.length !== 1) return [];
+  const region = op.regions[0] as Region;
+  const key = comparatorKey(region);
+  return key && key.keyOps.length > 0 ? [keyRegion(region, key)] : [];
+}
+
+function record<K>(profile: Map<K, OpTime>, name: K, ms: number): void {
   const entry = profile.get(name);
   if (entry) {
     entry.ms += ms;
@@ -334,7 +372,7 @@ class FunctionCompiler {
         this.inline(op, op.attrs.callee, inputs, scope, steps, stepUses);
         continue;
       }
-      const regions = op.regions.map((r) =>
+      const regions = [...op.regions, ...extraRegions(op)].map((r) =>
         this.block(
           r.args.map((a) => a.name),
           r.ops,

@@ -26,6 +26,8 @@ export interface SortFastKey {
 export interface SortOptions {
   readonly isStable?: boolean;
   readonly fastKey?: SortFastKey;
+  /** The key values fastKey orders by, where they are not the operand itself (a mapped key). */
+  readonly keys?: NDArray;
 }
 
 const OP = "sort";
@@ -66,7 +68,9 @@ export function sort(
   const total = shape.reduce((p, d) => p * d, 1);
   if (total === 0) return results;
   const lines = total / length;
-  const before = options.fastKey ? keyOrder(inputs, options.fastKey) : regionOrder(inputs, comparator);
+  const before = options.fastKey
+    ? keyOrder(options.keys ?? inputs[options.fastKey.operand], options.fastKey)
+    : regionOrder(inputs, comparator);
   const moves = inputs.map((input, k) => ({
     from: bitExact(input.data, slotsPerElement(input.type)),
     to: bitExact((results[k] as NDArray).data, 1).view,
@@ -77,11 +81,23 @@ export function sort(
   const networkOrders = useNetwork
     ? networkSortOrders(inputs, comparator, lines, length, (line, position) => lineBase(line) + position * stride)
     : null;
+  const packed = options.fastKey
+    ? packedKeys(options.keys ?? inputs[options.fastKey.operand], options.fastKey, length)
+    : null;
+  const scratch = packed ? new Float64Array(length) : null;
+  const packedOrder = new Int32Array(packed ? length : 0);
   for (let line = 0; line < lines; line++) {
     const base = lineBase(line);
-    const order = networkOrders
-      ? networkOrders.subarray(line * length, (line + 1) * length)
-      : stableSortIndices(length, (b, a) => before(base + b * stride, base + a * stride));
+    let order: Int32Array;
+    if (networkOrders) order = networkOrders.subarray(line * length, (line + 1) * length);
+    else if (packed && scratch) {
+      // (key, position) packed into one exactly representable number: a native numeric sort
+      // gives the stable order, ties broken by position.
+      for (let i = 0; i < length; i++) scratch[i] = (packed[base + i * stride] as number) * POSITIONS + i;
+      scratch.sort();
+      for (let i = 0; i < length; i++) packedOrder[i] = (scratch[i] as number) % POSITIONS;
+      order = packedOrder;
+    } else order = stableSortIndices(length, (b, a) => before(base + b * stride, base + a * stride));
     for (const move of moves) {
       const q = move.from.slots;
       const src = move.from.view as unknown as { [i: number]: unknown };
@@ -96,8 +112,32 @@ export function sort(
   return results;
 }
 
-function keyOrder(inputs: readonly NDArray[], fastKey: SortFastKey): (b: number, a: number) => boolean {
-  const keyed = inputs[fastKey.operand];
+/** Positions per line a packed key leaves room for; keys take the 33 bits above. */
+const POSITIONS = 2 ** 20;
+
+/**
+ * Keys as non-negative integers below 2^33 whose ascending order is the sort's order, where the
+ * order is total (TOTALORDER floats, integers up to 32 bits): null otherwise (the merge sort then
+ * asks the same question as the region, NaNs included).
+ */
+function packedKeys(keyed: NDArray | undefined, fastKey: SortFastKey, length: number): Float64Array | null {
+  if (!keyed || length > POSITIONS) return null;
+  const t = keyed.type;
+  const float = t === "f32" || t === "f16" || t === "bf16";
+  const int = /^u?i(1|8|16|32)$/.test(t);
+  if (!(float && fastKey.totalOrder) && !int) return null;
+  const { primary } = sortKeys(keyed, fastKey.totalOrder);
+  // Every such key lies in [-2^31, 2^32): shifted by 2^31 it fits 33 bits.
+  const top = 2 ** 33 - 1;
+  const out = new Float64Array(primary.length);
+  for (let i = 0; i < primary.length; i++) {
+    const u = (primary[i] as number) + 2 ** 31;
+    out[i] = fastKey.descending ? top - u : u;
+  }
+  return out;
+}
+
+function keyOrder(keyed: NDArray | undefined, fastKey: SortFastKey): (b: number, a: number) => boolean {
   if (!keyed) throw invalid(OP, `fast key operand ${fastKey.operand} does not exist`);
   const { primary, secondary }: SortKeys = sortKeys(keyed, fastKey.totalOrder);
   const descending = fastKey.descending;

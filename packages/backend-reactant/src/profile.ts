@@ -1,0 +1,120 @@
+import type { HostTensor } from "@xlaserve/core";
+import { uploadAll } from "@xlaserve/core";
+import { SourceText } from "@xlaserve/stablehlo/parser/lexer.ts";
+import { createReactantBackend } from "./backend.ts";
+import { type Step, StepTimes } from "./plan/program.ts";
+
+/**
+ * Where one program's time goes on the CPU engine: exclusive time per op kind and per op (a while
+ * or reduce is charged only for what its body's ops did not take; fused elementwise chains count
+ * as one `fused` op), over `runs` executions after a warm-up run.
+ */
+export interface ProfileOptions {
+  /** Timed executions (default 5). */
+  readonly runs?: number;
+  /** Ops listed one by one (default 15). */
+  readonly top?: number;
+  /** File name in messages. */
+  readonly origin?: string;
+}
+
+export interface OpKindTime {
+  readonly kind: string;
+  readonly msPerRun: number;
+  readonly callsPerRun: number;
+  readonly share: number;
+}
+
+export interface OpInstanceTime extends OpKindTime {
+  /** `line N: %result = kind -> result type` of the op in the module text. */
+  readonly op: string;
+}
+
+export interface Profile {
+  readonly runs: number;
+  /** Wall time of one execution, profiling overhead included. */
+  readonly wallMsPerRun: number;
+  /** Wall time not inside any op (argument checks, result copies, the clock reads). */
+  readonly outsideOpsMsPerRun: number;
+  readonly byKind: OpKindTime[];
+  readonly byOp: OpInstanceTime[];
+  /** The same as a table for a terminal. */
+  readonly text: string;
+}
+
+/** Profiles `module` (StableHLO text) run on `args` (inputs then weights, in call order). */
+export async function profileExecution(
+  module: Uint8Array | string,
+  args: readonly HostTensor[],
+  options: ProfileOptions = {},
+): Promise<Profile> {
+  const runs = Math.max(1, options.runs ?? 5);
+  const steps = new StepTimes();
+  const backend = createReactantBackend({ steps });
+  try {
+    const bytes = typeof module === "string" ? new TextEncoder().encode(module) : module;
+    const text = new TextDecoder().decode(bytes);
+    const exe = await backend.compile({ bytes, format: "text", origin: options.origin ?? "<module>" }, {});
+    const buffers = await uploadAll(backend, args);
+    for (const b of await backend.execute(exe, buffers)) b.dispose();
+    steps.byStep.clear();
+    const t0 = performance.now();
+    for (let i = 0; i < runs; i++) for (const b of await backend.execute(exe, buffers)) b.dispose();
+    const wall = (performance.now() - t0) / runs;
+    for (const b of buffers) b.dispose();
+    exe.dispose();
+    return summarizeSteps(steps, runs, wall, text, options.top ?? 15);
+  } finally {
+    await backend.dispose();
+  }
+}
+
+function summarizeSteps(steps: StepTimes, runs: number, wall: number, text: string, top: number): Profile {
+  const source = new SourceText(text, "<module>");
+  const lineOf = (offset: number) => source.position(offset).line;
+  const kinds = new Map<string, { ms: number; count: number }>();
+  const ops: OpInstanceTime[] = [];
+  let inside = 0;
+  for (const [step, t] of steps.byStep) {
+    const kind = kindOf(step);
+    const k = kinds.get(kind) ?? { ms: 0, count: 0 };
+    k.ms += t.ms;
+    k.count += t.count;
+    kinds.set(kind, k);
+    inside += t.ms;
+    ops.push({ op: describe(step, lineOf), ...times(kind, t.ms, t.count, runs, wall) });
+  }
+  const byKind = [...kinds]
+    .map(([kind, k]) => times(kind, k.ms, k.count, runs, wall))
+    .sort((a, b) => b.msPerRun - a.msPerRun);
+  const byOp = ops.sort((a, b) => b.msPerRun - a.msPerRun).slice(0, top);
+  const outside = Math.max(0, wall - inside / runs);
+  const lines = [
+    `wall ${fixed(wall)} ms per run over ${runs} runs; outside ops ${fixed(outside)} ms`,
+    "by op kind (exclusive ms per run, share of wall, calls per run):",
+    ...byKind.map(
+      (k) => `  ${k.kind.padEnd(34)} ${fixed(k.msPerRun).padStart(10)}  ${pct(k.share)}  x${k.callsPerRun}`,
+    ),
+    `top ${byOp.length} ops:`,
+    ...byOp.map((o) => `  ${fixed(o.msPerRun).padStart(10)}  ${pct(o.share)}  x${o.callsPerRun}  ${o.op}`),
+  ];
+  return { runs, wallMsPerRun: round(wall), outsideOpsMsPerRun: round(outside), byKind, byOp, text: lines.join("\n") };
+}
+
+function times(kind: string, ms: number, count: number, runs: number, wall: number): OpKindTime {
+  return { kind, msPerRun: round(ms / runs), callsPerRun: round(count / runs), share: round(ms / runs / wall) };
+}
+
+function kindOf(step: Step): string {
+  return step.label?.startsWith("fused") ? "fused elementwise" : (step.label ?? step.op.name);
+}
+
+function describe(step: Step, lineOf: (offset: number) => number): string {
+  const type = step.op.resultTypes[0];
+  const shown = type && type.kind === "tensor" ? ` -> ${type.elem}[${type.shape.join("x")}]` : "";
+  return `line ${lineOf(step.op.offset)}: ${step.op.results[0] ?? ""} = ${step.label ?? step.op.name}${shown}`;
+}
+
+const round = (x: number) => Math.round(x * 1e4) / 1e4;
+const fixed = (x: number) => x.toFixed(3);
+const pct = (x: number) => `${(x * 100).toFixed(1).padStart(5)}%`;
