@@ -26,7 +26,17 @@ export interface TokenType {
   readonly kind: "token";
 }
 
-export type ValueType = TensorType | TupleType | TokenType;
+/**
+ * A type the CPU engine does not run (dynamic or bounded shapes, quantized, index or 4/6-bit
+ * elements, futures...), kept as its StableHLO spelling. Only the lenient readers produce it;
+ * the engine's reads report such types as UNSUPPORTED instead.
+ */
+export interface OtherType {
+  readonly kind: "other";
+  readonly text: string;
+}
+
+export type ValueType = TensorType | TupleType | TokenType | OtherType;
 
 export type Attr = number | boolean | string | Attr[] | NDArray | AttrObject | SymbolRef;
 export interface AttrObject {
@@ -82,5 +92,6 @@ export function isTensorType(t: ValueType | undefined): t is TensorType {
 export function formatType(t: ValueType): string {
   if (t.kind === "token") return "!stablehlo.token";
   if (t.kind === "tuple") return `tuple<${t.items.map(formatType).join(", ")}>`;
+  if (t.kind === "other") return t.text;
   return `tensor<${[...t.shape, t.elem].join("x")}>`;
 }

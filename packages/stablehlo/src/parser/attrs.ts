@@ -22,6 +22,13 @@ export function parseAttr(c: Cursor): Attr {
     return items;
   }
   if (t.kind === "punct" && t.text === "{") return parseAttrDict(c);
+  if (t.kind === "punct" && t.text === "(" && c.peek(1).kind === "number" && c.at(")", 2)) {
+    // An axis reference's sub-axis: `(pre_size)size`.
+    c.next();
+    const preSize = parseNumber(c.next().text);
+    c.expect(")");
+    return { pre_size: preSize, size: parseNumber(c.expectKind("number", "a sub-axis size").text) };
+  }
   if (t.kind === "punct" && t.text === "<") return skipAngled(c);
   if (t.kind === "number") {
     c.next();
@@ -105,6 +112,7 @@ export function parseDenseAttr(c: Cursor) {
   c.expect(":");
   const typeToken = c.peek();
   const type = parseType(c);
+  if (type.kind === "other") return otherDense(t.body ?? "", type.text, (m) => c.error(m, t));
   if (!isTensorType(type)) throw c.error("dense attribute needs a tensor type", typeToken);
   return decodeDense(t.body ?? "", type, (m) => c.error(m, t));
 }
@@ -180,4 +188,22 @@ export function parseConvDimensions(c: Cursor): AttrObject {
     output_feature_dimension: output.indexOf("f"),
     output_spatial_dimensions: spatial(output),
   };
+}
+
+/**
+ * A dense attribute of a type the engine does not run (lenient reads only): index elements are
+ * stored as i64, as MLIR does, and kept as hex; others keep their literal text.
+ */
+function otherDense(body: string, type: string, fail: (m: string) => Error): Attr {
+  const m = /^tensor<((?:\d+x)*)index>$/.exec(type);
+  if (!m) return { type, literal: body.trim() };
+  const shape = (m[1] ?? "")
+    .split("x")
+    .filter((d) => d !== "")
+    .map(Number);
+  const values = decodeDense(body, { kind: "tensor", elem: "i64", shape }, fail);
+  const bytes = new Uint8Array(values.data.buffer, values.data.byteOffset, values.data.byteLength);
+  let hex = "0x";
+  for (const b of bytes) hex += b.toString(16).padStart(2, "0").toUpperCase();
+  return { type, hex };
 }

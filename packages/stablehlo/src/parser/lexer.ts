@@ -48,6 +48,8 @@ export class SourceText {
   constructor(
     readonly text: string,
     readonly origin: string,
+    /** Keep types the engine does not run as `other` instead of reporting them UNSUPPORTED. */
+    readonly lenient = false,
   ) {}
 
   position(offset: number): { line: number; column: number } {

@@ -11,8 +11,8 @@ import { parseSignature, parseType, parseTypeList, skipAttrDict } from "./types.
  * with bare func.func at top level (the interpreter's test files) is read as one module.
  * Errors are MODULE_INVALID with line:column (UNSUPPORTED for types outside the engine).
  */
-export function parseModule(text: string, origin = "<module>"): Module {
-  const c = Cursor.over(new SourceText(text, origin));
+export function parseModule(text: string, origin = "<module>", options: { lenient?: boolean } = {}): Module {
+  const c = Cursor.over(new SourceText(text, origin, options.lenient ?? false));
   const funcs: Func[] = [];
   let name: string | null = null;
   skipAliases(c);
@@ -64,6 +64,8 @@ function parseFunc(c: Cursor): Func {
   let resultTypes: ValueType[] = [];
   if (c.eat("->")) resultTypes = parseTypeList(c);
   if (c.eat("attributes")) parseAttrDict(c);
+  // A declaration (`func.func private @f(...)`) has no body.
+  if (!c.at("{")) return { name: sym.text.slice(1), isPublic, args, resultTypes, body: [] };
   c.expect("{");
   const body = parseOps(c);
   c.expect("}");

@@ -1,7 +1,8 @@
 import { ModuleError } from "../errors.ts";
 import type { ElemType } from "../elements.ts";
 import { ELEM_TYPES } from "../elements.ts";
-import type { TensorType, ValueType } from "../ir.ts";
+import type { ValueType } from "../ir.ts";
+import { canonicalTypeText } from "../type-text.ts";
 import type { Cursor } from "./cursor.ts";
 
 const ELEM_BY_NAME = new Map<string, ElemType>(ELEM_TYPES.map((t) => [t, t]));
@@ -16,8 +17,22 @@ export function elemTypeFromName(name: string): ElemType | undefined {
   return ELEM_BY_NAME.get(name.replace(/\s+/g, ""));
 }
 
-/** Parses `2x3xf32` (the inside of `tensor<...>`). Unknown element types are UNSUPPORTED. */
-export function parseTensorBody(body: string, fail: (message: string) => Error): TensorType {
+/**
+ * Parses `2x3xf32` (the inside of `tensor<...>`). Types outside the engine are UNSUPPORTED, or
+ * with `lenient` kept as `other` in their canonical spelling.
+ */
+export function parseTensorBody(body: string, fail: (message: string) => Error, lenient = false): ValueType {
+  if (lenient) {
+    try {
+      return parseTensorBody(body, fail);
+    } catch (e) {
+      if (!(e instanceof ModuleError) || e.code !== "UNSUPPORTED") throw e;
+      const elem = /^(?:(?:\d+)x)*(f8\w+)$/.exec(body.trim());
+      const asF8 = elem ? elemTypeFromName(elem[1] as string) : undefined;
+      if (asF8) return { kind: "tensor", elem: asF8, shape: body.trim().split("x").slice(0, -1).map(Number) };
+      return { kind: "other", text: canonicalTypeText(`tensor<${body}>`) };
+    }
+  }
   const shape: number[] = [];
   let rest = body.trim();
   const comma = rest.indexOf(",");
@@ -52,7 +67,7 @@ export function parseType(c: Cursor): ValueType {
   const t = c.peek();
   if (t.kind === "angled" && t.text === "tensor") {
     c.next();
-    return parseTensorBody(t.body ?? "", (m) => c.error(m, t));
+    return parseTensorBody(t.body ?? "", (m) => c.error(m, t), c.source.lenient);
   }
   if (t.kind === "angled" && t.text === "tuple") {
     c.next();
@@ -69,7 +84,20 @@ export function parseType(c: Cursor): ValueType {
     return { kind: "token" };
   }
   if (t.kind === "bang") {
-    throw new ModuleError("UNSUPPORTED", `type ${t.text}${t.body ? `<${t.body}>` : ""} is not supported`);
+    const text = `${t.text}${t.body !== undefined ? `<${t.body}>` : ""}`;
+    if (c.source.lenient) {
+      c.next();
+      return { kind: "other", text: canonicalTypeText(text) };
+    }
+    throw new ModuleError("UNSUPPORTED", `type ${text} is not supported`);
+  }
+  if (
+    c.source.lenient &&
+    (t.kind === "angled" || t.kind === "ident") &&
+    /^(memref|index|none|tf32|f4E2M1FN|f6E2M3FN|f6E3M2FN|f8E8M0FNU)$/.test(t.text)
+  ) {
+    c.next();
+    return { kind: "other", text: canonicalTypeText(t.kind === "angled" ? `${t.text}<${t.body ?? ""}>` : t.text) };
   }
   if (t.kind === "angled" && t.text === "complex") {
     c.next();

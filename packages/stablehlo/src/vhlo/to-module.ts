@@ -1,0 +1,151 @@
+import type { AttrTypeTable } from "../bytecode/attr-types.ts";
+import type { ByteReader } from "../bytecode/byte-reader.ts";
+import type { RawOp, RawRegion } from "../bytecode/ir.ts";
+import type { RawAttr, RawType } from "../bytecode/values.ts";
+import { ModuleError } from "../errors.ts";
+import type { Attr, BlockArg, Func, Module, Op, Region, ValueType } from "../ir.ts";
+import { toAttr } from "./attributes.ts";
+import { isKnownVhloOp } from "./known-ops.ts";
+import { convertOpAttributes } from "./op-conversions.ts";
+import { propertyNames } from "./op-attributes.ts";
+import { toValueType } from "./types.ts";
+
+export interface ConvertOptions {
+  readonly origin: string;
+  /** The engine's reading: types it cannot run are UNSUPPORTED (else kept as `other`). */
+  readonly strict: boolean;
+}
+
+/**
+ * VHLO -> StableHLO, into the program model the text parser produces: versioned names become
+ * StableHLO's, `func_v1` / `call_v1` / `return_v1` become func's, attributes take their
+ * StableHLO form (op-conversions.ts), and value names come from the bytecode's numbering.
+ */
+export function toModule(top: RawOp[], table: AttrTypeTable, options: ConvertOptions): Module {
+  const module = top.length === 1 && top[0]?.name === "builtin.module" ? top[0] : null;
+  const ops = module ? (module.regions[0]?.blocks[0]?.ops ?? []) : top;
+  const c = new Converter(table, options);
+  const funcs = ops.map((op) => c.func(op));
+  return { name: module ? moduleName(module, table) : null, funcs };
+}
+
+function moduleName(op: RawOp, table: AttrTypeTable): string | null {
+  const fromDict = op.attrs.find(([k]) => k === "sym_name")?.[1];
+  if (fromDict?.k === "string") return fromDict.value;
+  if (op.properties) {
+    // builtin.module's properties: sym_name and sym_visibility, both optional.
+    const r = op.properties;
+    const [index, present] = r.varintFlag("builtin.module's sym_name");
+    if (present) {
+      const a = table.attrAt(index, r, r.pos);
+      if (a.k === "string") return a.value;
+    }
+  }
+  return null;
+}
+
+class Converter {
+  private readonly types = new Map<string, ValueType>();
+
+  constructor(
+    private readonly table: AttrTypeTable,
+    private readonly options: ConvertOptions,
+  ) {}
+
+  private fail(op: RawOp, expected: string): ModuleError {
+    const { origin } = this.options;
+    return new ModuleError("MODULE_INVALID", `${origin}: ${op.name} at offset ${op.offset}: expected ${expected}`, {
+      origin,
+      offset: op.offset,
+      op: op.name,
+      expected,
+    });
+  }
+
+  private type(t: RawType): ValueType {
+    return toValueType(t, this.options.strict);
+  }
+
+  /** The op's inherent attributes by name: the dictionary (format < 5) or its properties. */
+  private inherent(op: RawOp): Map<string, RawAttr> {
+    const out = new Map<string, RawAttr>(op.attrs);
+    if (op.properties) {
+      const short = op.name.slice("vhlo.".length);
+      const names = propertyNames(short);
+      if (!names) throw this.fail(op, "no properties on an op without attributes");
+      const r: ByteReader = op.properties;
+      const blob = { pos: r.pos };
+      for (const name of names) out.set(name, this.table.attr(r, `${op.name}'s ${name}`));
+      if (!r.atEnd()) throw r.fail(`${op.name}'s properties to end after its ${names.length} attributes`, blob.pos);
+    }
+    return out;
+  }
+
+  func(op: RawOp): Func {
+    if (op.name !== "vhlo.func_v1") throw this.fail(op, "a vhlo.func_v1 at module level");
+    const a = this.inherent(op);
+    const sym = a.get("sym_name");
+    const fnType = a.get("function_type");
+    if (sym?.k !== "string") throw this.fail(op, "a sym_name string");
+    if (fnType?.k !== "type" || fnType.type.k !== "function") throw this.fail(op, "a function_type");
+    const visibility = a.get("sym_visibility");
+    const isPublic = !(visibility?.k === "string" && visibility.value === "private");
+    const resultTypes = fnType.type.results.map((t) => this.type(t));
+    const block = op.regions[0]?.blocks[0];
+    if (!block) {
+      const args = fnType.type.inputs.map((t, i) => ({ name: `%arg${i}`, type: this.type(t) }));
+      return { name: sym.value, isPublic, args, resultTypes, body: [] };
+    }
+    const args = this.blockArgs(block.args);
+    return { name: sym.value, isPublic, args, resultTypes, body: block.ops.map((o) => this.op(o, true)) };
+  }
+
+  private blockArgs(args: RawRegion["blocks"][number]["args"]): BlockArg[] {
+    return args.map((arg) => {
+      const type = this.type(arg.type);
+      this.types.set(arg.name, type);
+      return { name: arg.name, type };
+    });
+  }
+
+  private region(op: RawOp, region: RawRegion): Region {
+    if (region.blocks.length > 1) throw this.fail(op, "regions of one block (StableHLO has no control flow graphs)");
+    const block = region.blocks[0];
+    if (!block) return { args: [], ops: [] };
+    return { args: this.blockArgs(block.args), ops: block.ops.map((o) => this.op(o, false)) };
+  }
+
+  private op(op: RawOp, inFunc: boolean): Op {
+    if (!op.name.startsWith("vhlo.")) throw this.fail(op, "a vhlo operation");
+    const short = op.name.slice("vhlo.".length);
+    if (!isKnownVhloOp(short)) {
+      throw this.fail(op, "a VHLO operation this reader knows (the artifact is from a newer StableHLO than it reads)");
+    }
+    const base = short.replace(/_v\d+$/, "");
+    const name =
+      base === "return"
+        ? inFunc
+          ? "func.return"
+          : "stablehlo.return"
+        : base === "call"
+          ? "func.call"
+          : `stablehlo.${base}`;
+    const raw = this.inherent(op);
+    const attrs: Record<string, Attr> = convertOpAttributes(short, raw, (a) => toAttr(a, this.options.origin));
+    const operandTypes = op.operands.map((o) => this.types.get(o) as ValueType);
+    // A return's types are its operands' (`func.return %0 : tensor<f32>`), as the text parser has them.
+    const resultTypes = name.endsWith(".return") ? operandTypes : op.resultTypes.map((t) => this.type(t));
+    for (let i = 0; i < op.results.length; i++) this.types.set(op.results[i] as string, resultTypes[i] as ValueType);
+    const regions = op.regions.map((r) => this.region(op, r));
+    return {
+      name,
+      results: op.results,
+      operands: op.operands,
+      attrs,
+      regions,
+      resultTypes,
+      operandTypes,
+      offset: op.offset,
+    };
+  }
+}
