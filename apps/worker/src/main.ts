@@ -38,6 +38,11 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --plugin PATH        PJRT plugin (.so) to use (XLASERVE_PJRT_PLUGIN)
   --state-dir DIR      worker state: the program cache's index (default .state)
   --no-cache           compile every program; use no program cache
+  --cache-store S      the fleet's shared program store: a directory every worker mounts or
+                       s3://bucket/prefix (XLASERVE_CACHE__STORE); each program is then compiled
+                       once across the fleet and loaded everywhere
+  --cache-catalog C    the fleet's catalog: sqlite (default; workers of one host) or a
+                       postgres:// URL (XLASERVE_CACHE__CATALOG)
   --no-watch           do not watch the repository (static mode)
   --poll-interval-ms N repository watcher poll interval (default 2000)
   --memory-limit N     memory the weight budget is computed from (e.g. 2G; default: the
@@ -79,6 +84,8 @@ const OPTIONS = {
   plugin: { type: "string" },
   "state-dir": { type: "string" },
   "no-cache": { type: "boolean" },
+  "cache-store": { type: "string" },
+  "cache-catalog": { type: "string" },
   "no-watch": { type: "boolean" },
   "poll-interval-ms": { type: "string" },
   "memory-limit": { type: "string" },
@@ -118,7 +125,12 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
       dynamic: values["no-watch"] ? false : undefined,
       pollIntervalMs: num(values["poll-interval-ms"]),
     },
-    cache: { stateDir: values["state-dir"], enabled: values["no-cache"] ? false : undefined },
+    cache: {
+      stateDir: values["state-dir"],
+      enabled: values["no-cache"] ? false : undefined,
+      store: values["cache-store"],
+      catalog: values["cache-catalog"],
+    },
     memory: {
       limitBytes: values["memory-limit"] ? parseByteSize(values["memory-limit"]) : undefined,
       weightFraction: num(values["weight-fraction"]),

@@ -60,6 +60,7 @@ export class EntryResolver {
           path: key.path,
           bundle: args.bundle.name,
         });
+        if (this.deps.fleet) return await this.#viaFleet(this.deps.fleet, args, key, source, rejected, false);
         return await this.#compileAndStore(args, key, source, rejected, false);
       }
       if (lock) {
@@ -68,7 +69,7 @@ export class EntryResolver {
           const again = await this.#tryLoad(args, key);
           if (again.kind === "hit") return again.result;
           if (again.kind === "rejected") rejected ??= again.reason;
-          if (this.deps.fleet) return await this.#viaFleet(this.deps.fleet, args, key, source, rejected);
+          if (this.deps.fleet) return await this.#viaFleet(this.deps.fleet, args, key, source, rejected, true);
           return await this.#compileAndStore(args, key, source, rejected, true);
         } finally {
           lock.release();
@@ -120,18 +121,38 @@ export class EntryResolver {
       return this.#reject(args, key, null, "corrupt-entry", "unreadable", (e as Error).message);
     }
     if (!read) return { kind: "absent" };
-    const checked = checkEntry(read.bytes, {
+    return this.#loadBytes(args, key, read.bytes, read.ino, t0);
+  }
+
+  /**
+   * Checks entry bytes and deserializes them. `ino` is the local file they came from (removed
+   * when they fail), or null for bytes that exist only in memory (a fleet blob served to a
+   * worker whose bundle directory is read-only).
+   */
+  async #loadBytes(
+    args: GetOrCompileArgs,
+    key: EntryKey,
+    bytes: Uint8Array,
+    ino: number | null,
+    t0: number,
+  ): Promise<LoadAttempt> {
+    const local = ino !== null;
+    const checked = checkEntry(bytes, {
       identity: key.identity,
       partition: key.partition,
       sourceHash: args.module.sha256,
       optionsHash: key.optionsHash,
     });
-    if (!checked.ok) return this.#reject(args, key, read.ino, checked.kind, checked.reason, checked.detail);
+    if (!checked.ok) {
+      if (!local) return { kind: "rejected", reason: checked.reason };
+      return this.#reject(args, key, ino, checked.kind, checked.reason, checked.detail);
+    }
     let executable: Executable;
     try {
       executable = await args.backend.deserialize(checked.payload, args.options);
     } catch (e) {
-      return this.#reject(args, key, read.ino, "deserialize-failed", "deserialize-failed", (e as Error).message);
+      if (!local) return { kind: "rejected", reason: "deserialize-failed" };
+      return this.#reject(args, key, ino, "deserialize-failed", "deserialize-failed", (e as Error).message);
     }
     const loadMs = performance.now() - t0;
     const now = Date.now();
@@ -139,10 +160,10 @@ export class EntryResolver {
     c.hits++;
     c.loads++;
     c.loadMsTotal += loadMs;
-    c.bytesRead += read.bytes.length;
-    if (!this.#indexSafely(() => this.deps.store.recordHit(key.path, loadMs, now), true)) {
+    c.bytesRead += bytes.length;
+    if (local && !this.#indexSafely(() => this.deps.store.recordHit(key.path, loadMs, now), true)) {
       // The index lost this row (deleted database, another worker's write): re-add it.
-      this.#upsertRow(args, key, read.bytes.length, checked.header.facts.compileMs, checked.header.facts.createdAt, {
+      this.#upsertRow(args, key, bytes.length, checked.header.facts.compileMs, checked.header.facts.createdAt, {
         loadMs,
         lastHitAt: now,
         hitCount: 1,
@@ -158,7 +179,7 @@ export class EntryResolver {
         loadMs,
         entryPath: key.path,
         partition: key.partition,
-        sizeBytes: read.bytes.length,
+        sizeBytes: bytes.length,
         from: "local",
       },
     };
@@ -190,7 +211,9 @@ export class EntryResolver {
 
   /**
    * Missing locally: the fleet's copy when it has one (stored locally, then loaded and checked
-   * like any entry), else compiled here under the fleet's lease and published.
+   * like any entry), else compiled here under the fleet's lease and published. `local` false:
+   * the bundle directory cannot hold entries (a read-only model volume), so fleet blobs are
+   * loaded straight from memory and compiled programs only published.
    */
   async #viaFleet(
     fleet: ProgramFleet,
@@ -198,6 +221,7 @@ export class EntryResolver {
     key: EntryKey,
     source: ModuleSource,
     rejected: string | undefined,
+    local: boolean,
   ): Promise<GetOrCompileResult> {
     const label = `${args.bundle.name}/${args.module.file}`;
     const expected = {
@@ -212,18 +236,19 @@ export class EntryResolver {
     };
     const got = await fleet.obtain(key, check, () => this.#build(args, key, source), label);
     if (got.kind === "fetched") {
+      const t0 = performance.now();
       // The local copy needs no fsync: a torn one fails its checks and is fetched again.
-      if (this.#storeLocal(args, key, got.bytes, null, false)) {
-        const loaded = await this.#tryLoad(args, key);
+      if (!local || this.#storeLocal(args, key, got.bytes, null, false)) {
+        const loaded = local ? await this.#tryLoad(args, key) : await this.#loadBytes(args, key, got.bytes, null, t0);
         if (loaded.kind === "hit") return { ...loaded.result, from: "fleet" };
         await fleet.drop(got.program, loaded.kind === "rejected" ? loaded.reason : "vanished", label);
         rejected ??= loaded.kind === "rejected" ? loaded.reason : undefined;
       }
-      return await this.#compileAndStore(args, key, source, rejected, true);
+      return await this.#compileAndStore(args, key, source, rejected, local);
     }
     const { built } = got;
     if (rejected) this.deps.counters.recompiles++;
-    this.#storeLocal(args, key, built.bytes, built.compileMs, true);
+    if (local) this.#storeLocal(args, key, built.bytes, built.compileMs, true);
     return this.#compiledResult(built, key, rejected);
   }
 

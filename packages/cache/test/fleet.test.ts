@@ -145,6 +145,40 @@ for (const dialect of ["sqlite", "postgres"] as const) {
       await cat.conn.close();
     });
 
+    test("a read-only model directory still shares programs: fetched into memory, compiled ones published", async () => {
+      const expected = await expectedOutputs();
+      // Root ignores permissions: a file where `.cache/` should be fails writes like a read-only mount.
+      const ro = await worker();
+      writeFileSync(join(ro.bundle.dir, ".cache"), "read-only volume");
+      const r = await ro.get("model.b1.mlir"); // published by the first test
+      expect([r.outcome, r.from, r.output]).toEqual(["hit", "fleet", expected["model.b1.mlir"]!]);
+      expect(ro.backend.compiles).toBe(0);
+
+      const file = "model.b8.mlir";
+      writeFileSync(join(ro.bundle.dir, file), `${MODULES[file]}// read-only v2\n`);
+      const changed = reloadBundle(ro.bundle.dir, "m", [file]);
+      const c1 = await ro.cache.getOrCompile({
+        bundle: changed,
+        module: changed.modules[0]!,
+        backend: ro.backend,
+        options,
+      });
+      expect(c1.from).toBe("compile");
+      const other = await worker();
+      writeFileSync(join(other.bundle.dir, file), `${MODULES[file]}// read-only v2\n`);
+      const same = reloadBundle(other.bundle.dir, "m", [file]);
+      const c2 = await other.cache.getOrCompile({
+        bundle: same,
+        module: same.modules[0]!,
+        backend: other.backend,
+        options,
+      });
+      expect([c2.from, other.backend.compiles]).toEqual(["fleet", 0]);
+      expect(hash(await runProgram(other.backend, c2.executable))).toBe(
+        hash(await runProgram(ro.backend, c1.executable)),
+      );
+    });
+
     test("a lease whose holder died lapses and a waiting worker takes it over", async () => {
       const cat = await catalog();
       const w = await worker({ leaseMs: 600 });

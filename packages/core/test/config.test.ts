@@ -38,7 +38,7 @@ describe("loadConfig", () => {
       },
       server: { host: "127.0.0.1", port: 8000, maxBodyBytes: 64 * 1024 * 1024 },
       repository: { path: "examples/models", dynamic: true, pollIntervalMs: 2000 },
-      cache: { enabled: true, stateDir: ".state", database: "sqlite" },
+      cache: { enabled: true, stateDir: ".state", catalog: "sqlite", leaseMs: 30_000 },
       memory: { weightFraction: 0.9, wiggle: 0.1, defaultResidency: "device" },
       concurrency: { queueDepth: 64 },
       log: { level: "info", format: "json" },
@@ -63,7 +63,7 @@ describe("loadConfig", () => {
         XLASERVE_PJRT_PLUGIN: "/opt/pjrt/plugin.so",
         XLASERVE_PJRT__PREALLOCATE: "true",
         XLASERVE_CONCURRENCY__QUEUE_DEPTH: "8",
-        XLASERVE_CACHE__POSTGRES_URL: "postgres://db/xla",
+        XLASERVE_CACHE__CATALOG: "postgres://db/xla",
         XLASERVE_SOME_TEST_SWITCH: "1",
         HOME: "/root",
       },
@@ -79,7 +79,7 @@ describe("loadConfig", () => {
     expect(config.pjrt).toMatchObject({ memoryFraction: 0.5, preallocate: true, plugin: "/opt/pjrt/plugin.so" });
     expect(config.repository.path).toBe("/srv/models");
     expect(config.concurrency.queueDepth).toBe(8);
-    expect(config.cache.postgresUrl).toBe("postgres://db/xla");
+    expect(config.cache.catalog).toBe("postgres://db/xla");
     expect(config.log.level).toBe("debug");
   });
 

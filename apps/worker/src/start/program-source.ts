@@ -6,6 +6,7 @@ import type { Config } from "@xlaserve/core/config/schema.ts";
 import { ProgramCache } from "@xlaserve/cache";
 import type { ProbeFigureStore } from "../memory/probe-figures.ts";
 import type { LoadedProgram, ProgramSource } from "../model/program-types.ts";
+import { fleetOptions } from "./fleet-options.ts";
 
 /**
  * Where the models' programs come from: the program cache (hit: deserialized; miss: compiled and
@@ -30,17 +31,28 @@ export async function openPrograms(
   }
   const stateDir = resolve(config.cache.stateDir);
   mkdirSync(stateDir, { recursive: true });
+  const fleet = fleetOptions(config);
   const cache = await ProgramCache.open({
     stateDir,
     onWarning: (w) => log.warn("program cache", { kind: w.kind, message: w.message }),
+    ...(fleet ? { fleet } : {}),
   });
+  if (cache.fleet)
+    log.info("program cache shared by the fleet", { where: cache.fleet.where, leaseMs: cache.fleet.leaseMs });
+  const slowCompile = slowCompileForTests(backend, options);
   const synced = new WeakSet<object>();
   const programs: ProgramSource = async (bundle, module): Promise<LoadedProgram> => {
     if (!synced.has(bundle)) {
       synced.add(bundle);
       cache.syncModuleHashes(bundle);
     }
-    const r = await cache.getOrCompile({ bundle, module, backend, options });
+    const r = await cache.getOrCompile({
+      bundle,
+      module,
+      backend,
+      options,
+      ...(slowCompile ? { compile: () => slowCompile(module) } : {}),
+    });
     return {
       executable: r.executable,
       outcome: r.outcome,
@@ -50,6 +62,20 @@ export async function openPrograms(
     };
   };
   return { programs, cache };
+}
+
+/**
+ * XLASERVE_TEST_COMPILE_DELAY_MS: every compile first waits this long, so the fleet tests can
+ * kill a worker while it holds a compile lease (the CPU engine compiles the examples in
+ * milliseconds; a GPU compile takes minutes). Never set outside tests.
+ */
+function slowCompileForTests(backend: AbstractBackend, options: ReturnType<typeof compileOptionsOf>) {
+  const delayMs = Number(process.env.XLASERVE_TEST_COMPILE_DELAY_MS ?? 0);
+  if (!(delayMs > 0)) return null;
+  return async (module: Parameters<ProgramSource>[1]) => {
+    await Bun.sleep(delayMs);
+    return backend.compile({ bytes: await module.read(), format: module.format, origin: module.path }, options);
+  };
 }
 
 /** The program cache's index as the registry's store of probe figures. */

@@ -2,6 +2,7 @@ import type { AbstractBackend, Logger } from "@xlaserve/core";
 import { loadConfig, validateConfig } from "@xlaserve/core/config/load.ts";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { ProgramSource } from "../model/program-types.ts";
+import { kserveConventions } from "./kserve-conventions.ts";
 
 type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
 
@@ -43,9 +44,11 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
   return out;
 }
 
-/** Configuration: defaults < file < XLASERVE_* env < overrides (the config, then the shortcuts). */
+/** Configuration: defaults < platform conventions (KServe) < file < XLASERVE_* env < overrides (the config, then the shortcuts). */
 export function resolveWorkerConfig(overrides: WorkerOverrides = {}): Config {
-  const loaded = loadConfig({ file: overrides.configFile, env: overrides.env });
+  const env = overrides.env ?? process.env;
+  const conventions = kserveConventions(env);
+  const loaded = loadConfig({ file: overrides.configFile, env, ...(conventions ? { base: conventions } : {}) });
   const shortcuts: Record<string, unknown> = {};
   if (overrides.repository !== undefined) shortcuts.repository = { path: overrides.repository };
   if (overrides.port !== undefined || overrides.host !== undefined) {

@@ -17,6 +17,11 @@ export interface LoadConfigOptions {
   readonly file?: string;
   /** Defaults to process.env; pass {} to ignore the environment. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Values that replace the defaults but yield to the file and the environment (a platform's
+   * conventions, such as KServe's model directory and port), with where they came from.
+   */
+  readonly base?: { readonly values: Record<string, unknown>; readonly source: string };
 }
 
 export interface ConfigProblem {
@@ -34,10 +39,12 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const fileValues = options.file ? readConfigFile(options.file) : {};
   const env = readEnvSettings(options.env ?? process.env);
   const sources = new Map<string, string>();
+  const base = options.base?.values ?? {};
+  for (const path of leafPaths(base)) sources.set(path, options.base!.source);
   if (options.file) for (const path of leafPaths(fileValues)) sources.set(path, `file ${options.file}`);
   for (const [path, source] of env.sources) sources.set(path, source);
 
-  const merged = mergeDeep(fileValues, env.values);
+  const merged = mergeDeep(mergeDeep(base, fileValues), env.values);
   const problems: ConfigProblem[] = env.unknown.map((u) => ({
     path: u.path,
     expected: `a known setting${u.suggestion ? ` (did you mean ${u.suggestion}?)` : ""}`,

@@ -83,8 +83,26 @@ export const ConfigSchema = Type.Object(
       {
         enabled: Type.Boolean({ default: true }),
         stateDir: Type.String({ minLength: 1, default: ".state" }),
-        database: Type.Union([Type.Literal("sqlite"), Type.Literal("postgres")], { default: "sqlite" }),
-        postgresUrl: Type.Optional(Type.String({ minLength: 1 })),
+        catalog: Type.String({
+          minLength: 1,
+          pattern: "^(sqlite|postgres(ql)?://.+)$",
+          default: "sqlite",
+          description:
+            "the fleet catalog of compiled programs: sqlite (in the state directory, for the workers of one host) or a postgres:// URL shared by every worker; used with cache.store",
+        }),
+        store: Type.Optional(
+          Type.String({
+            minLength: 1,
+            description:
+              "the fleet's shared program store: a directory every worker mounts, or s3://bucket/prefix; set, each program is compiled once across the fleet and loaded everywhere",
+          }),
+        ),
+        leaseMs: Type.Integer({
+          minimum: 1000,
+          default: 30_000,
+          description:
+            "a fleet compile lease not renewed for this long has lapsed (its holder died) and another worker takes the compile over",
+        }),
       },
       section,
     ),
