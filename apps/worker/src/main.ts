@@ -12,11 +12,16 @@ import { formatBytes } from "./memory/budget.ts";
 import { chooseEngine, createBackend } from "./engine/create-backend.ts";
 import { type WorkerOverrides, resolveWorkerConfig, startWorker } from "./index.ts";
 import type { RuntimeModel } from "./model/runtime-model.ts";
+import { NODE_HELP, runNode } from "./node/node-command.ts";
+import { stopWithParent } from "./node/parent-death.ts";
 
 export const HELP = `xlaserve: an inference worker for XLA-compiled models (KServe v2 / Open Inference Protocol)
 
 Usage:
   xlaserve serve [options]                 serve the model repository over HTTP
+  xlaserve node [node options] [options]   one worker per GPU, or N CPU workers on one port,
+                                           restarted when they die, drained on SIGTERM
+                                           (xlaserve node --help)
   xlaserve compile <repository> [options]  compile every program of every bundle into the cache
   xlaserve cache ls [options]              list the program cache's entries
   xlaserve cache verify [options]          check every entry; remove the bad ones
@@ -251,6 +256,14 @@ async function cache(values: Values, sub: string | undefined): Promise<number> {
 }
 
 export async function main(argv: readonly string[]): Promise<number | null> {
+  // The node's own flags are not serve's: it parses them and passes the rest to its workers.
+  if (argv[0] === "node") {
+    if (argv.includes("--help") || argv.includes("-h")) {
+      process.stdout.write(NODE_HELP);
+      return 0;
+    }
+    return runNode(argv.slice(1));
+  }
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
@@ -266,6 +279,7 @@ export async function main(argv: readonly string[]): Promise<number | null> {
   }
   switch (command) {
     case "serve":
+      if (process.env.XLASERVE_NODE_PARENT_PID) stopWithParent(Number(process.env.XLASERVE_NODE_PARENT_PID));
       await serve(values);
       return null; // keeps running until SIGTERM/SIGINT
     case "compile":

@@ -74,6 +74,7 @@ describe("loadConfig", () => {
       port: 9100,
       maxBodyBytes: 64 * 1024 * 1024,
       readiness: "strict",
+      reusePort: false,
       httpThreads: 3,
     });
     expect(config.pjrt).toMatchObject({ memoryFraction: 0.5, preallocate: true, plugin: "/opt/pjrt/plugin.so" });

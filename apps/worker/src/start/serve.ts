@@ -26,12 +26,14 @@ export async function serve(
     metrics,
   });
   const httpThreads = httpThreadsFor(config, logger.child({ component: "worker" }), backend);
-  // SO_REUSEPORT would let this bind share a port another server holds: check it is free first.
-  if (httpThreads > 1 && config.server.port !== 0) assertPortFree(config.server.host, config.server.port);
+  // SO_REUSEPORT would let this bind share a port another server holds: check it is free first,
+  // unless sharing it is the point (server.reusePort: the node's CPU workers, one port).
+  const { reusePort } = config.server;
+  if (httpThreads > 1 && !reusePort && config.server.port !== 0) assertPortFree(config.server.host, config.server.port);
   const server = http.startServer(app, {
     host: config.server.host,
     port: config.server.port,
-    reusePort: httpThreads > 1,
+    reusePort: httpThreads > 1 || reusePort,
   });
   const spec = backend.spawnSpec;
   if (httpThreads <= 1 || !spec) return { server, fronts: null };

@@ -30,6 +30,8 @@ export const ENV_SHORTCUTS: Readonly<Record<string, readonly string[]>> = {
 export const ENV_ONLY_VARIABLES: readonly string[] = [
   "XLASERVE_BLAS_THREADS",
   "XLASERVE_BLAS_LIBRARY",
+  "XLASERVE_GPUS",
+  "XLASERVE_NODE_PARENT_PID",
   "XLASERVE_MALFORMED_TARGET",
   "XLASERVE_CONFORMANCE_DIR",
   "XLASERVE_SHOW_ERRORS",

@@ -61,6 +61,11 @@ export const ConfigSchema = Type.Object(
           description:
             "strict: /v2/health/ready is 200 only while every model of the repository serves; lenient: while at least one does (never with none)",
         }),
+        reusePort: Type.Boolean({
+          default: false,
+          description:
+            "bind the port with SO_REUSEPORT, so several worker processes (xlaserve node's CPU workers) share it and the kernel spreads connections over them",
+        }),
         httpThreads: Type.Integer({
           minimum: 1,
           maximum: 64,
