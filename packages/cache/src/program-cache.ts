@@ -1,8 +1,7 @@
-import type { Database } from "bun:sqlite";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { XlaserveError } from "@xlaserve/core";
-import { defaultDbPath, openIndexDb } from "./db/open.ts";
+import { defaultDbPath, openIndexDb, reopenIndexDbSync } from "./db/open.ts";
 import type { CacheEntryRow } from "./db/schema.ts";
 import { entryName, optionsHash } from "./entry-key.ts";
 import { type BundleRef, IndexStore } from "./index-store.ts";
@@ -51,7 +50,6 @@ export class ProgramCache {
   readonly counters: CacheCounters = emptyCounters();
   readonly dbPath: string;
   readonly #store: IndexStore;
-  readonly #sqlite: Database;
   readonly #warn: WarningSink;
   readonly #flight = new KeyedMutex();
   readonly #resolver: EntryResolver;
@@ -64,7 +62,6 @@ export class ProgramCache {
 
   private constructor(
     store: IndexStore,
-    sqlite: Database,
     dbPath: string,
     opts: ProgramCacheOptions,
     warn: WarningSink,
@@ -72,7 +69,15 @@ export class ProgramCache {
   ) {
     this.fleet = fleet;
     this.#store = store;
-    this.#sqlite = sqlite;
+    // A database found damaged in use was replaced by an empty one: every bundle this process
+    // knows is reconciled into it from its files.
+    store.onRebuilt = () => {
+      for (const [dir, name] of this.#known) {
+        store.registerBundle({ dir, name }, Date.now());
+        reconcileBundle(store, { dir, name }, warn, this.#staleMs);
+      }
+      this.#refreshTotals();
+    };
     this.dbPath = dbPath;
     this.#warn = warn;
     this.#staleMs = opts.lockStaleMs ?? 10 * 60_000;
@@ -92,8 +97,9 @@ export class ProgramCache {
     const dbPath = resolve(opts.dbPath ?? defaultDbPath(opts.stateDir));
     const warn: WarningSink = opts.onWarning ?? ((w: CacheWarning) => console.warn(`[cache] ${w.message}`));
     const fleet = opts.fleet ? await ProgramFleet.open(opts.fleet, resolve(opts.stateDir), warn) : null;
-    const { sqlite, db } = await openIndexDb(dbPath, warn);
-    const cache = new ProgramCache(new IndexStore(db, sqlite), sqlite, dbPath, opts, warn, fleet);
+    const conn = await openIndexDb(dbPath, warn);
+    const store = new IndexStore(conn, (damaged, why) => reopenIndexDbSync(dbPath, damaged, why, warn));
+    const cache = new ProgramCache(store, dbPath, opts, warn, fleet);
     cache.#store.dropVanishedBundles();
     for (const b of cache.#store.bundles()) cache.#known.set(b.dir, b.name);
     // Known bundles are re-checked against their files now, so a stale index never drives
@@ -191,19 +197,19 @@ export class ProgramCache {
   /** The memory probe's stored figures for a program entry, or null (none, or another identity). */
   probeFigures(entryPath: string, identity: string): StoredProbeFigures | null {
     this.#assertOpen();
-    return readProbeFigures(this.#store.db, entryPath, identity);
+    return this.#store.use((db) => readProbeFigures(db, entryPath, identity));
   }
 
   /** Records a program's measured probe figures (replacing older ones). */
   storeProbeFigures(entryPath: string, figures: StoredProbeFigures & { identity: string }): void {
     this.#assertOpen();
-    writeProbeFigures(this.#store.db, entryPath, figures);
+    this.#store.use((db) => writeProbeFigures(db, entryPath, figures));
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#sqlite.close();
+    this.#store.sqlite.close();
     this.closed = this.fleet?.close() ?? Promise.resolve();
   }
 
