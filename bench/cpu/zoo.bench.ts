@@ -2,12 +2,12 @@
  * The CPU engine against XLA CPU on every zoo model (tests/zoo/models) at both batch sizes: both
  * sides in the same run on the same cores (this process re-executes under taskset; the XLA side
  * is a JAX child, bench/anchors/jax_zoo_anchor.py, with JAX_PLATFORMS=cpu, inheriting the
- * affinity), taking turns in blocks of runs so both see the same machine speed; medians over all
- * blocks; ratio engine / XLA per model and batch, their geometric mean, and the per-op profile of
- * the worst three.
+ * affinity), taking turns in blocks of runs so both see the same machine speed. Per model and
+ * batch the ratio is the median over turn pairs of engine block median / XLA block median; then
+ * their geometric mean and the per-op profiles of the worst three.
  *
  *   bun bench/cpu/zoo.bench.ts [--models DIR] [--only a,b] [--cores 0,1|none] [--blas-threads N]
- *       [--rounds 5] [--block-ms 150] [--profile-worst 3] [--results-dir D]
+ *       [--rounds 7] [--block-ms 100] [--profile-worst 3] [--results-dir D]
  */
 import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -30,8 +30,9 @@ bun bench/cpu/zoo.bench.ts [options]
   --only a,b           models (default: every bundle in the folder)
   --cores LIST         pin both sides with taskset -c LIST (default 0,1; "none": all cores, unpinned)
   --blas-threads N     OPENBLAS_NUM_THREADS for the engine (default: the number of cores used)
-  --rounds N           turns per side per model and batch (default 5)
-  --block-ms N         about this long per turn (default 150; at least one run)
+  --rounds N           turns per side per model and batch (default 7); the ratio is the median
+                       over turn pairs of engine block median / adjacent XLA block median
+  --block-ms N         about this long per turn (default 100; at least one run)
   --profile-worst N    per-op profiles of the N slowest models against XLA (default 3; 0: none)
   --results-dir DIR    where the JSON goes (default bench/results)
 `;
@@ -50,8 +51,8 @@ const modelsDir = resolve((values.models as string | undefined) ?? ZOO);
 const cores = (values.cores as string | undefined) ?? "0,1";
 const coreCount = cores === "none" ? navigator.hardwareConcurrency : expandCpuList(cores).length;
 const blasThreads = intFlag(values["blas-threads"], coreCount, "blas-threads");
-const rounds = Math.max(1, intFlag(values.rounds, 5, "rounds"));
-const blockMs = Math.max(1, intFlag(values["block-ms"], 150, "block-ms"));
+const rounds = Math.max(1, intFlag(values.rounds, 7, "rounds"));
+const blockMs = Math.max(1, intFlag(values["block-ms"], 100, "block-ms"));
 const profileWorst = intFlag(values["profile-worst"], 3, "profile-worst");
 const all = readdirSync(modelsDir)
   .filter((m) => isReferenceBundle(join(modelsDir, m)))
@@ -104,10 +105,10 @@ for (const model of only) {
       rows.push(row);
       result.ratio(
         `${model} b${batch} engine/xla-cpu`,
-        { label: "engine median ms", value: row.engineMs },
-        { label: "XLA CPU median ms", value: row.xlaMs },
+        { label: "engine/XLA median of paired turns", value: row.ratio },
+        { label: "1", value: row.ratio === null ? null : 1 },
         "<= 2",
-        `same ${cores === "none" ? "unpinned cores" : `cores ${cores}`}, ${rounds} turns each`,
+        `same ${cores === "none" ? "unpinned cores" : `cores ${cores}`}, ${rounds} turns each; medians ms: engine ${row.engineMs}, XLA ${row.xlaMs}`,
       );
     });
   }
@@ -173,12 +174,22 @@ async function measure(
     }
     const engineTimes: number[] = [];
     const xlaTimes: number[] = [];
+    // Per turn pair: engine block median over the adjacent XLA block's median. Other work on the
+    // shared cores changes both sides' speed over seconds; the median of these paired ratios
+    // follows the two sides under the same load, where medians over the whole run need not.
+    const pairRatios: number[] = [];
     for (let r = 0; r < rounds; r++) {
       // Alternate which side goes first, so neither always follows the other's cache state.
       const sides = r % 2 === 0 ? ["engine", "xla"] : ["xla", "engine"];
+      let engineBlockMs = 0;
+      let xlaBlockMs = 0;
       for (const side of sides) {
-        if (side === "engine") for (let i = 0; i < engineBlock; i++) engineTimes.push(await engineRun());
-        else if (anchor) {
+        if (side === "engine") {
+          const block: number[] = [];
+          for (let i = 0; i < engineBlock; i++) block.push(await engineRun());
+          engineTimes.push(...block);
+          engineBlockMs = median(block);
+        } else if (anchor) {
           const t = (await anchor.request(`time ${dir} ${batch} ${xlaBlock}`, 600_000)) as {
             ok: boolean;
             times_ms: number[];
@@ -186,8 +197,10 @@ async function measure(
           };
           if (!t.ok) throw new Error(`XLA CPU: ${t.error}`);
           xlaTimes.push(...t.times_ms);
+          xlaBlockMs = median(t.times_ms);
         }
       }
+      if (xlaBlockMs > 0) pairRatios.push(engineBlockMs / xlaBlockMs);
     }
     const engineMs = round(median(engineTimes));
     const xlaMs = xlaTimes.length ? round(median(xlaTimes)) : null;
@@ -196,13 +209,14 @@ async function measure(
       xla: xlaTimes.length ? summarize(xlaTimes) : null,
       engineRuns: engineTimes.length,
       xlaRuns: xlaTimes.length,
+      pairRatios: pairRatios.map((x) => round(x)),
     });
     return {
       model: bundle.name,
       batch,
       engineMs,
       xlaMs,
-      ratio: xlaMs ? round(engineMs / xlaMs) : null,
+      ratio: pairRatios.length ? round(median(pairRatios)) : null,
     };
   } finally {
     disposeAll(inputs);

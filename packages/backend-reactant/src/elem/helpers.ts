@@ -15,14 +15,8 @@ import {
   reducePrecision,
 } from "../kernels/special.ts";
 import { maxFloat, minFloat, relu } from "./branchless.ts";
-import {
-  BF16_TO_NUMBER,
-  F16_TO_NUMBER,
-  encodeBf16,
-  encodeF16,
-  roundBf16,
-  roundF16,
-} from "@xlaserve/stablehlo/float16.ts";
+import { BF16_TO_NUMBER, F16_TO_NUMBER } from "@xlaserve/stablehlo/float16.ts";
+import { fastEncodeBf16, fastEncodeF16, fastRoundBf16, fastRoundF16 } from "./half-bits.ts";
 
 /** Round half to even for any finite number (round_nearest_even). */
 export function roundEven(x: number): number {
@@ -121,10 +115,10 @@ export function floatToBig(x: number, unsigned: boolean): bigint {
 export const HELPERS = {
   F16: F16_TO_NUMBER,
   BF16: BF16_TO_NUMBER,
-  encF16: encodeF16,
-  encBf16: encodeBf16,
-  rF16: roundF16,
-  rBf16: roundBf16,
+  encF16: fastEncodeF16,
+  encBf16: fastEncodeBf16,
+  rF16: fastRoundF16,
+  rBf16: fastRoundBf16,
   fround: Math.fround,
   roundEven,
   roundAfz,

@@ -7,7 +7,7 @@ import {
   slotsPerElement,
   strides,
 } from "../array.ts";
-import { encodeBf16, encodeF16 } from "@xlaserve/stablehlo/float16.ts";
+import { fastEncodeBf16 as encodeBf16, fastEncodeF16 as encodeF16 } from "../elem/half-bits.ts";
 import { executeFailed } from "./errors.ts";
 import { copyLoopFor } from "./strided-copy.ts";
 
@@ -118,22 +118,28 @@ export function dynamicSlice(x: NDArray, starts: number[], sizes: number[], allo
   );
 }
 
-export function dynamicUpdateSlice(x: NDArray, update: NDArray, starts: number[]): NDArray {
+export function dynamicUpdateSlice(x: NDArray, update: NDArray, starts: number[], alloc?: DataAlloc): NDArray {
   const begin = clampStarts(x, starts, update.shape);
   const slots = slotsPerElement(x.type);
-  const out = x.data.slice() as TypedArray;
+  // A pooled array filled by one native copy: a loop rewriting a large carried buffer one row
+  // at a time (scan outputs) would otherwise allocate and zero a fresh one every iteration.
+  const out = alloc ? (alloc(x.type, elementCount(x.shape)) as TypedArray) : (x.data.slice() as TypedArray);
+  if (alloc) (out as Float64Array).set(x.data as Float64Array);
   const st = strides(x.shape);
   const n = elementCount(update.shape);
   if (n === 0) return { type: x.type, shape: [...x.shape], data: out };
   const rank = x.shape.length;
-  const idx = new Array<number>(rank).fill(0);
+  // The update's innermost axis is contiguous in both arrays: copied as one run per row.
+  const row = rank === 0 ? 1 : (update.shape[rank - 1] as number);
+  const rows = n / row;
+  const idx = new Array<number>(Math.max(rank - 1, 0)).fill(0);
   const u = update.data as Float64Array;
   const o = out as Float64Array;
-  for (let i = 0; i < n; i++) {
-    let off = 0;
-    for (let d = 0; d < rank; d++) off += ((begin[d] as number) + (idx[d] as number)) * (st[d] as number);
-    for (let k = 0; k < slots; k++) o[off * slots + k] = u[i * slots + k] as number;
-    for (let d = rank - 1; d >= 0; d--) {
+  for (let r = 0; r < rows; r++) {
+    let off = rank === 0 ? 0 : (begin[rank - 1] as number) * (st[rank - 1] as number);
+    for (let d = 0; d < rank - 1; d++) off += ((begin[d] as number) + (idx[d] as number)) * (st[d] as number);
+    o.set(u.subarray(r * row * slots, (r + 1) * row * slots), off * slots);
+    for (let d = rank - 2; d >= 0; d--) {
       idx[d] = (idx[d] as number) + 1;
       if ((idx[d] as number) < (update.shape[d] as number)) break;
       idx[d] = 0;

@@ -10,7 +10,8 @@ import {
   isIntegerType,
   sameShape,
 } from "../array.ts";
-import { BF16_TO_NUMBER, F16_TO_NUMBER, encodeBf16, encodeF16 } from "@xlaserve/stablehlo/float16.ts";
+import { BF16_TO_NUMBER, F16_TO_NUMBER } from "@xlaserve/stablehlo/float16.ts";
+import { fastEncodeBf16 as encodeBf16, fastEncodeF16 as encodeF16 } from "../elem/half-bits.ts";
 import { transpose } from "./layout.ts";
 import { reduceFloatRows } from "./reduce-rows.ts";
 

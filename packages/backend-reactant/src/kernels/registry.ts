@@ -157,10 +157,12 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       const alloc = pooledOutputs();
       return ([x, ...starts], frame) => [layout.dynamicSlice(x as NDArray, indexValues(starts), sizes, alloc(frame))];
     }
-    case "stablehlo.dynamic_update_slice":
-      return ([x, update, ...starts]) => [
-        layout.dynamicUpdateSlice(x as NDArray, update as NDArray, indexValues(starts)),
+    case "stablehlo.dynamic_update_slice": {
+      const alloc = pooledOutputs();
+      return ([x, update, ...starts], frame) => [
+        layout.dynamicUpdateSlice(x as NDArray, update as NDArray, indexValues(starts), alloc(frame)),
       ];
+    }
     case "stablehlo.concatenate": {
       const dim = Number(a.dimension);
       return (args) => [layout.concatenate(args as NDArray[], dim)];

@@ -113,6 +113,41 @@ describe("dot_general", () => {
 
   const matmul = { lhsBatch: [], rhsBatch: [], lhsContracting: [1], rhsContracting: [0] };
 
+  test("narrow integers through the float GEMM equal the exact integer sums (f32 and f64 paths)", () => {
+    const cases: {
+      lhs: "i8" | "ui8" | "i16" | "ui16";
+      rhs: "i8" | "ui8" | "i16" | "ui16";
+      k: number;
+      out: "i32" | "i64" | "i16";
+    }[] = [
+      { lhs: "i8", rhs: "i8", k: 1024, out: "i32" }, // 128 * 128 * 1024 = 2^24: the f32 path's limit
+      { lhs: "ui8", rhs: "i8", k: 700, out: "i32" }, // past it: f64
+      { lhs: "i16", rhs: "ui16", k: 300, out: "i64" },
+      { lhs: "i8", rhs: "i8", k: 64, out: "i16" }, // a narrower result wraps
+    ];
+    const range = { i8: [-128, 127], ui8: [0, 255], i16: [-32768, 32767], ui16: [0, 65535] } as const;
+    const next = rng(17);
+    for (const c of cases) {
+      const m = 3;
+      const n = 5;
+      const fill = (t: keyof typeof range, count: number) =>
+        Array.from({ length: count }, (_, i): number =>
+          i % 7 === 0 ? (range[t][(i >> 3) % 2] as number) : randInt(next, range[t][0], range[t][1]),
+        );
+      const a = fill(c.lhs, m * c.k);
+      const b = fill(c.rhs, c.k * n);
+      const got = dotGeneral(array(c.lhs, [m, c.k], a), array(c.rhs, [c.k, n], b), matmul, c.out);
+      for (let i = 0; i < m; i++) {
+        for (let j = 0; j < n; j++) {
+          let sum = 0n;
+          for (let kk = 0; kk < c.k; kk++) sum += BigInt(a[i * c.k + kk] as number) * BigInt(b[kk * n + j] as number);
+          const want = c.out === "i64" ? sum : c.out === "i32" ? BigInt.asIntN(32, sum) : BigInt.asIntN(16, sum);
+          expect(BigInt(got.data[i * n + j] as number | bigint)).toBe(want);
+        }
+      }
+    }
+  });
+
   test("integers wrap around in the result type", () => {
     const lhs = array("i32", [1, 2], [0x40000000, 3]);
     const rhs = array("i32", [2, 1], [4, 5]);

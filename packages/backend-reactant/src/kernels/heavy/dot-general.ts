@@ -6,6 +6,7 @@
 import {
   type ElemType,
   type NDArray,
+  allocData,
   elementCount,
   isComplexType,
   isFloatType,
@@ -192,6 +193,26 @@ function runDot(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemT
   if (isIntegerType(resultType) || resultType === "i1") {
     if (isFloatType(lhs.type) || isFloatType(rhs.type) || isComplexType(lhs.type) || isComplexType(rhs.type))
       throw unsupported(OP, `floating-point operands with integer result ${resultType}`);
+    const exact = exactFloatGemm(lhs.type, rhs.type, resultType, plan.k);
+    if (exact !== null) {
+      // Narrow integers through the float GEMM: every product and partial sum is an integer the
+      // float type holds exactly, in any summation order, so the result equals the integer loop.
+      const f32 = exact === "f32";
+      const a = orient(lhs, f32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), 1, true);
+      const b = orient(rhs, f32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), 1, false);
+      const c = floatGemm(
+        a.data as Float32Array | Float64Array,
+        b.data as Float32Array | Float64Array,
+        layout,
+        f32,
+        freshOutput,
+      );
+      const out = allocData(resultType, c.length);
+      if (out instanceof BigInt64Array || out instanceof BigUint64Array)
+        for (let i = 0; i < c.length; i++) out[i] = BigInt(c[i] as number);
+      else (out as Int32Array).set(c as Float64Array);
+      return { type: resultType, shape: [...plan.resultShape], data: out };
+    }
     return {
       type: resultType,
       shape: [...plan.resultShape],
@@ -199,6 +220,23 @@ function runDot(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemT
     };
   }
   throw unsupported(OP, `result element type ${resultType}`);
+}
+
+/** Largest magnitude of each narrow integer type (whose products a float GEMM sums exactly). */
+const NARROW_MAX: Partial<Record<ElemType, number>> = { i8: 128, ui8: 255, i16: 32768, ui16: 65535 };
+
+/**
+ * "f32" or "f64" where a float GEMM of these integer operands is exact (k products of the largest
+ * magnitudes stay within 2^24 or 2^53), null otherwise. Results wider than the operands wrap as
+ * the integer loop does (typed-array stores are modular), but the exact sum never needs to.
+ */
+function exactFloatGemm(lhs: ElemType, rhs: ElemType, result: ElemType, k: number): "f32" | "f64" | null {
+  const a = NARROW_MAX[lhs];
+  const b = NARROW_MAX[rhs];
+  if (a === undefined || b === undefined || result === "i1" || !isIntegerType(result)) return null;
+  const bound = a * b * Math.max(k, 1);
+  if (bound <= 2 ** 24) return "f32";
+  return bound <= 2 ** 53 ? "f64" : null;
 }
 
 /** f32 (f64) operands of an f32 (f64) result, both usable by GEMM as stored. */

@@ -3,7 +3,7 @@
  * f32 / f64 buffers for BLAS, int32 bit patterns for modular integer math, BigInt for 64-bit
  * integers, and the region callbacks' Scalar values.
  */
-import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
+import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "../../elem/half-bits.ts";
 import {
   type ElemType,
   type NDArray,

@@ -5,7 +5,7 @@
  * Float32Array is correctly rounded (53 >= 2*24+2 bits), integer stores wrap modulo 2^width,
  * f16 / bf16 are decoded and re-encoded with round-to-nearest-even.
  */
-import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
+import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "../../elem/half-bits.ts";
 import { type ElemType, type ReducerKind, type TypedArray, isBigIntType, isIntegerType } from "../../array.ts";
 import { maxFloat, minFloat } from "../../elem/branchless.ts";
 
