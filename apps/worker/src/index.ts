@@ -15,6 +15,7 @@ import { RepositoryWatcher } from "./repository/watcher.ts";
 import { openPrograms, probeFigureStore } from "./start/program-source.ts";
 import { registryHooks } from "./start/registry-hooks.ts";
 import { serve } from "./start/serve.ts";
+import { registerReactantServerSeries } from "./start/reactant-server-series.ts";
 import { StartupClock } from "./start/startup-clock.ts";
 import { installStopSignals } from "./start/stop-signals.ts";
 import { type WorkerOverrides, perModelDefault, resolveWorkerConfig } from "./start/worker-config.ts";
@@ -120,6 +121,13 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     hooks: registryHooks(metrics, extra),
   });
   metrics.onScrape(() => scrapeWorkerFigures(metrics, extra, backend, registry));
+  let listening: RunningServer | null = null;
+  registerReactantServerSeries(metrics, http.Gauge, {
+    registry,
+    backend,
+    config,
+    pendingRequests: () => listening?.pendingRequests ?? 0,
+  });
 
   // Load every bundle (compile or load from the cache, probe, warm up), then resolve the budget.
   try {
@@ -157,6 +165,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   let server: RunningServer;
   try {
     ({ server, fronts } = await serve(http, { config, registry, metrics, logger, backend }));
+    listening = server;
   } catch (err) {
     await watcher?.stop();
     await registry.shutdown();

@@ -8,6 +8,7 @@ import { inferController, inferRoutes } from "./infer/controller.ts";
 import { InferService } from "./infer/service.ts";
 import { metadataController } from "./metadata/controller.ts";
 import { metricsController } from "./metrics/controller.ts";
+import { registerStatisticsSeries } from "./metrics/statistics-series.ts";
 import { repositoryController } from "./repository/controller.ts";
 import { sharedMemoryController } from "./shared-memory/controller.ts";
 import { SharedMemoryRegistry } from "./shared-memory/registry.ts";
@@ -20,6 +21,7 @@ import { statsController } from "./stats/controller.ts";
  */
 export function createServerApp(options: ServerAppOptions) {
   const { registry, logger, config, metrics } = options;
+  registerStatisticsSeries(metrics, registry);
   const { maxBodyBytes } = config;
   const sharedMemory = options.sharedMemory ?? new SharedMemoryRegistry();
   const infer = new InferService({ registry, metrics, logger, maxBodyBytes, sharedMemory });
@@ -61,7 +63,7 @@ export function createServerApp(options: ServerAppOptions) {
     .use(inferController(infer))
     .use(healthController(registry, config.readiness))
     .use(metadataController(registry))
-    .use(statsController(registry))
+    .use(statsController(registry, metrics.requestBook))
     .use(repositoryController(registry, { authToken: config.authToken, maxBodyBytes }, logger))
     .use(sharedMemoryController(sharedMemory, maxBodyBytes))
     .use(metricsController(metrics));

@@ -69,6 +69,8 @@ export interface ServedModel {
    */
   infer(request: InferRequest): Promise<Map<string, HostTensor>>;
   stats(): ModelStats;
+  /** Recent queue waits' median and 99th percentile in seconds (worker_queue_wait_seconds). */
+  queueWaitQuantiles?(): { readonly p50: number; readonly p99: number };
 }
 
 export interface InferRequest {
@@ -85,6 +87,14 @@ export interface ModelStats {
   readonly success: { readonly count: number; readonly ns: number };
   readonly fail: { readonly count: number; readonly ns: number };
   readonly queue: { readonly count: number; readonly ns: number };
+  readonly computeInput: { readonly count: number; readonly ns: number };
+  readonly computeInfer: { readonly count: number; readonly ns: number };
+  readonly computeOutput: { readonly count: number; readonly ns: number };
+  /** Executions by their batch size (rows run together): Triton's batch_stats. */
+  readonly batches: Readonly<Record<number, BatchFigures>>;
+}
+
+export interface BatchFigures {
   readonly computeInput: { readonly count: number; readonly ns: number };
   readonly computeInfer: { readonly count: number; readonly ns: number };
   readonly computeOutput: { readonly count: number; readonly ns: number };

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { parseExposition } from "./support/exposition.ts";
 import { type Json, postJson, startHarness } from "./support/harness.ts";
 
 const h = startHarness();
@@ -42,25 +43,6 @@ describe("statistics extension", () => {
     expect((await fetch(`${h.url}/v2/models/ghost/stats`)).status).toBe(404);
   });
 });
-
-/** A minimal Prometheus text-format parser: every sample line as {name, labels, value}. */
-function parseExposition(text: string) {
-  const samples: { name: string; labels: Record<string, string>; value: number }[] = [];
-  const types = new Map<string, string>();
-  for (const line of text.split("\n")) {
-    if (line === "") continue;
-    const type = /^# TYPE (\S+) (counter|gauge|histogram|summary|untyped)$/.exec(line);
-    if (type) types.set(type[1] as string, type[2] as string);
-    if (line.startsWith("#")) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) throw new Error(`not a sample line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const pair of (m[2] ?? "").matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g))
-      labels[pair[1] as string] = pair[2] as string;
-    samples.push({ name: m[1] as string, labels, value: Number(m[3]) });
-  }
-  return { samples, types };
-}
 
 describe("/metrics", () => {
   test("Prometheus text with the request, memory, weight-cache and program-cache series", async () => {

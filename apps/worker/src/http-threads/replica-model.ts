@@ -3,7 +3,7 @@ import { XlaserveError } from "@xlaserve/core";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
 import { chooseBatchSize, padAxis, sliceRange } from "../model/batch-rows.ts";
 import { runSync, sameBytes } from "../inline/run-sync.ts";
-import { zeroStats } from "../model/stats.ts";
+import { countPart, zeroStats } from "../model/stats.ts";
 import type { ReplicaSpec } from "./protocol.ts";
 
 /**
@@ -160,12 +160,10 @@ export class ReplicaModel implements ServedModel {
     d.inferenceCount += batch ?? 1;
     d.executionCount++;
     d.queue.count++;
-    d.computeInput.count++;
-    d.computeInput.ns += tRun - tIn;
-    d.computeInfer.count++;
-    d.computeInfer.ns += tOut - tRun;
-    d.computeOutput.count++;
-    d.computeOutput.ns += tEnd - tOut;
+    const rows = batch ?? 1;
+    countPart(d, "computeInput", tRun - tIn, rows);
+    countPart(d, "computeInfer", tOut - tRun, rows);
+    countPart(d, "computeOutput", tEnd - tOut, rows);
     return out;
   }
 

@@ -16,6 +16,8 @@ export interface BatchPlan {
   readonly program: LoadedProgram;
   /** The compiled batch size it runs at. */
   readonly size: number;
+  /** The rows its requests bring (before padding): the statistics' batch size. */
+  readonly rows: number;
   inputsFor(): HostTensor[];
   split(results: readonly HostTensor[]): Map<string, HostTensor>[];
 }
@@ -77,5 +79,5 @@ export function planBatch(
     }
     return outs;
   };
-  return { program, size: chosen, inputsFor, split };
+  return { program, size: chosen, rows: total ?? 1, inputsFor, split };
 }

@@ -17,7 +17,7 @@ import { ModelPrograms } from "./model-programs.ts";
 import { type ProbeResult, type ProbedProgram, resultOf, runProbe, warmUp } from "./probe.ts";
 import type { LoadedProgram, ProgramRecord, ProgramTarget } from "./program-types.ts";
 import { buildReplicaSpec } from "./replica-spec.ts";
-import { addStats, copyStats, zeroStats } from "./stats.ts";
+import { RecentWaits, addStats, copyStats, countPart, zeroStats } from "./stats.ts";
 
 export type { CacheOutcome, LoadedProgram, ProgramRecord, ProgramSource } from "./program-types.ts";
 export type { ProbeResult, ProbedProgram } from "./probe.ts";
@@ -122,6 +122,12 @@ export class RuntimeModel implements ServedModel {
   private inlineTimings: readonly InlineVerdict[] | null = null;
 
   private readonly counters = zeroStats();
+  private readonly queueWaits = new RecentWaits();
+  /**
+   * The version this one replaced, until its last request is done (foldPredecessor): a model's
+   * statistics run on across reloads, as its /metrics counters do.
+   */
+  private predecessor: RuntimeModel | null = null;
 
   constructor(options: RuntimeModelOptions) {
     const { bundle } = options;
@@ -149,10 +155,7 @@ export class RuntimeModel implements ServedModel {
             label: `model "${this.name}"`,
             run: (variant, items) => {
               const tRun = performance.now();
-              for (const i of items) {
-                this.counters.queue.count++;
-                this.counters.queue.ns += Math.round((tRun - i.t0) * 1e6);
-              }
+              for (const i of items) this.countQueue(tRun - i.t0);
               const plan = planBatch(this.programs, this.name, variant, items);
               const now = this.runInlineNow(plan);
               return now ? Promise.resolve(now) : this.runLocked(plan);
@@ -233,7 +236,32 @@ export class RuntimeModel implements ServedModel {
   }
 
   stats(): ModelStats {
-    return copyStats(this.counters);
+    const out = copyStats(this.counters);
+    if (this.predecessor) addStats(out, this.predecessor.stats());
+    return out;
+  }
+
+  queueWaitQuantiles(): { p50: number; p99: number } {
+    return this.queueWaits.quantiles();
+  }
+
+  /** This version replaces `old`: its statistics count on from old's. */
+  inheritStats(old: RuntimeModel): void {
+    this.predecessor = old;
+  }
+
+  /** The replaced version has drained: its final figures become part of this one's. */
+  foldPredecessor(): void {
+    const old = this.predecessor;
+    if (!old) return;
+    addStats(this.counters, old.stats());
+    this.predecessor = null;
+  }
+
+  private countQueue(ms: number): void {
+    this.counters.queue.count++;
+    this.counters.queue.ns += Math.round(ms * 1e6);
+    this.queueWaits.add(ms / 1000);
   }
 
   programFor(variant: number | null, batchSize: number): { module: BundleModule; program: LoadedProgram } {
@@ -292,8 +320,7 @@ export class RuntimeModel implements ServedModel {
       }
     }
     this.hooks.queueDepth?.(this.name, this.limiter.queued);
-    c.queue.count++;
-    c.queue.ns += nsSince(t0);
+    this.countQueue(performance.now() - t0);
     try {
       const plan = planBatch(this.programs, this.name, variant, [{ inputs: request.inputs, batch }]);
       const [out] = this.runInlineNow(plan) ?? (await this.runLocked(plan));
@@ -330,7 +357,7 @@ export class RuntimeModel implements ServedModel {
       const prepared = this.timedInputs(plan, performance.now());
       const tRun = performance.now();
       const results = placement.runNow(prepared);
-      this.countRun(tRun);
+      this.countRun(tRun, plan.rows);
       return this.timedSplit(plan, results);
     } finally {
       lease.release();
@@ -352,7 +379,7 @@ export class RuntimeModel implements ServedModel {
           placement.where === "inline"
             ? placement.runNow(prepared)
             : await placement.run(executable, prepared, lease.buffers);
-        this.countRun(tRun);
+        this.countRun(tRun, plan.rows);
         return this.timedSplit(plan, results);
       } finally {
         lease.release();
@@ -362,23 +389,20 @@ export class RuntimeModel implements ServedModel {
 
   private timedInputs(plan: BatchPlan, tIn: number): HostTensor[] {
     const prepared = plan.inputsFor();
-    this.counters.computeInput.count++;
-    this.counters.computeInput.ns += nsSince(tIn);
+    countPart(this.counters, "computeInput", nsSince(tIn), plan.rows);
     return prepared;
   }
 
   private timedSplit(plan: BatchPlan, results: readonly HostTensor[]): Map<string, HostTensor>[] {
     const tOut = performance.now();
     const out = plan.split(results);
-    this.counters.computeOutput.count++;
-    this.counters.computeOutput.ns += nsSince(tOut);
+    countPart(this.counters, "computeOutput", nsSince(tOut), plan.rows);
     return out;
   }
 
-  private countRun(tRun: number): void {
+  private countRun(tRun: number, rows: number): void {
     const seconds = (performance.now() - tRun) / 1000;
-    this.counters.computeInfer.count++;
-    this.counters.computeInfer.ns += Math.round(seconds * 1e9);
+    countPart(this.counters, "computeInfer", Math.round(seconds * 1e9), rows);
     this.counters.executionCount++;
     this.hooks.computeSeconds?.(this.name, seconds);
   }

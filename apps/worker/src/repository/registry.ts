@@ -515,7 +515,10 @@ export class ModelRegistry implements ModelRegistryView {
       slot.current = model;
       slot.state = "READY";
       slot.reason = "";
-      if (old) old.retire(model);
+      if (old) {
+        old.retire(model);
+        model.inheritStats(old);
+      }
       this.log.info(old ? "model reloaded" : "model loaded", loadedLogFields(model, loadMs, phases));
       if (!this.starting) this.resolveBudget(old ? "replace" : "load");
       const loaded = model;
@@ -525,6 +528,7 @@ export class ModelRegistry implements ModelRegistryView {
       loaded.onRetired = () => this.inlineReplicas.drop(loaded.name, loaded.generation);
       if (old) {
         void old.drain().then(() => {
+          loaded.foldPredecessor();
           old.dispose();
           if (!this.starting && !this.draining) this.weights.enforce();
         });

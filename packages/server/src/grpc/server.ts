@@ -1,6 +1,7 @@
 import type { Logger } from "@xlaserve/core";
 import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { ModelRegistryView } from "../contract.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import { InferService, type RequestCounter } from "../infer/service.ts";
 import type { SharedMemoryRegistry } from "../shared-memory/registry.ts";
 import { serviceDefinition } from "./definition.ts";
@@ -24,7 +25,7 @@ export interface GrpcTls {
 export interface GrpcServerOptions {
   readonly registry: ModelRegistryView;
   readonly logger: Logger;
-  readonly metrics: RequestCounter;
+  readonly metrics: RequestCounter & Partial<Pick<Metrics, "requestBook">>;
   /** The same registry as the REST app's, so a region registered over one is seen by the other. */
   readonly sharedMemory: SharedMemoryRegistry;
   readonly host: string;
@@ -60,7 +61,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     "grpc.max_send_message_length": max,
   });
   const implementation: UntypedServiceImplementation = {
-    ...serverInfoHandlers(registry),
+    ...serverInfoHandlers(registry, metrics.requestBook),
     ...repositoryHandlers(registry, options.authToken, logger),
     ...sharedMemoryHandlers(sharedMemory),
     ModelInfer: modelInferHandler(infer),

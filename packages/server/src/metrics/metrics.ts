@@ -1,5 +1,9 @@
-import { Counter, Gauge, Registry } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { RequestBook, type RequestFigures, recordRequest } from "../stats/request-book.ts";
 import { HotCounter, HotGauge, HotHistogram, type ScalarSeries, type HistogramSeries } from "./hot-series.ts";
+
+/** The model label of requests for a model the worker does not have. */
+export const UNKNOWN_MODEL = "_unknown";
 
 /**
  * Every Prometheus series the worker exposes, with ReactantServer's names where it has them.
@@ -9,6 +13,11 @@ import { HotCounter, HotGauge, HotHistogram, type ScalarSeries, type HistogramSe
  */
 export class Metrics {
   readonly registry = new Registry();
+
+  constructor() {
+    // process_* (CPU seconds, resident memory, open files, start time) and the runtime's own.
+    collectDefaultMetrics({ register: this.registry });
+  }
 
   /**
    * Finished infer requests by model, status and protocol: the HTTP status code ("200", "400",
@@ -25,6 +34,13 @@ export class Metrics {
     "Inference request latency from body read to response, in seconds",
     ["model", "protocol"],
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    this.registry,
+  );
+  /** Requests refused because a model's queue was full, as ReactantServer counts its sheds. */
+  readonly shed = new HotCounter(
+    "worker_requests_shed_total",
+    "Requests refused at a full queue (429 / RESOURCE_EXHAUSTED)",
+    [],
     this.registry,
   );
   /** Requests waiting for a model's concurrency slot (set by the worker's scheduler). */
@@ -104,10 +120,19 @@ export class Metrics {
 
   private readonly scrapeHooks: Array<() => void | Promise<void>> = [];
 
-  /** Series handles by label values: one Map lookup per update, no label hashing. */
-  private readonly requestSeries = new Map<string, { done: ScalarSeries; latency: HistogramSeries }>();
+  /** Every answered request by model: the statistics extension's success / fail figures. */
+  readonly requestBook = new RequestBook();
 
-  /** One answered infer request: worker_requests_total and worker_request_latency_seconds. */
+  /** Series handles by label values: one Map lookup per update, no label hashing. */
+  private readonly requestSeries = new Map<
+    string,
+    { done: ScalarSeries; latency: HistogramSeries; book: RequestFigures | null; ok: boolean; shed: boolean }
+  >();
+
+  /**
+   * One answered infer request: worker_requests_total, worker_request_latency_seconds and the
+   * request book, together, so the statistics extension and /metrics never disagree.
+   */
   requestDone(model: string, status: string, seconds: number, protocol = "http"): void {
     const key = `${model}\u0000${status}\u0000${protocol}`;
     let s = this.requestSeries.get(key);
@@ -115,11 +140,17 @@ export class Metrics {
       s = {
         done: this.requests.labels(model, status, protocol),
         latency: this.requestLatency.labels(model, protocol),
+        // Requests for no model of the worker are counted in /metrics only.
+        book: model === UNKNOWN_MODEL ? null : this.requestBook.entry(model),
+        ok: status === "200" || status === "OK",
+        shed: status === "429" || status === "RESOURCE_EXHAUSTED",
       };
       this.requestSeries.set(key, s);
     }
     s.done.inc();
     s.latency.observe(seconds);
+    if (s.book) recordRequest(s.book, s.ok, seconds);
+    if (s.shed) this.shed.labels().inc();
   }
 
   setQueueDepth(model: string, depth: number): void {

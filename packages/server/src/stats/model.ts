@@ -18,7 +18,10 @@ export const ModelStatistics = t.Object({
     cache_hit: Duration,
     cache_miss: Duration,
   }),
-  batch_stats: t.Array(t.Unknown()),
+  batch_stats: t.Array(
+    t.Object({ batch_size: t.Integer(), compute_input: Duration, compute_infer: Duration, compute_output: Duration }),
+    { description: "executions by the number of rows run together" },
+  ),
 });
 
 export const StatisticsResponse = t.Object({ model_stats: t.Array(ModelStatistics) });

@@ -87,6 +87,7 @@ export class FunctionModel implements ServedModel {
       computeInput: none,
       computeInfer: { ...this.computeInfer },
       computeOutput: none,
+      batches: {},
     };
   }
 }

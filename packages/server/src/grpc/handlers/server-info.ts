@@ -1,5 +1,6 @@
 import type { ModelRegistryView } from "../../contract.ts";
 import { findModel, modelConfig, modelMetadata, serverMetadata } from "../../metadata/service.ts";
+import type { RequestBook } from "../../stats/request-book.ts";
 import { allStatistics, modelStatistics } from "../../stats/service.ts";
 import { GRPCInferenceService } from "../gen/grpc_service_pb.ts";
 import { DataType } from "../gen/model_config_pb.ts";
@@ -13,7 +14,7 @@ function version(v: string): string | undefined {
 }
 
 /** Health, metadata, configuration and statistics: the REST answers' content, as messages. */
-export function serverInfoHandlers(registry: ModelRegistryView): Record<string, UnaryHandler> {
+export function serverInfoHandlers(registry: ModelRegistryView, book?: RequestBook): Record<string, UnaryHandler> {
   return {
     ServerLive: unary(m.serverLive, () => ({ live: registry.isLive() })),
     ServerReady: unary(m.serverReady, () => ({ ready: registry.isReady() })),
@@ -60,8 +61,8 @@ export function serverInfoHandlers(registry: ModelRegistryView): Record<string, 
     ModelStatistics: unary(m.modelStatistics, (r) => {
       const stats =
         r.name === ""
-          ? allStatistics(registry).model_stats
-          : [modelStatistics(findModel(registry, r.name, version(r.version)))];
+          ? allStatistics(registry, book).model_stats
+          : [modelStatistics(findModel(registry, r.name, version(r.version)), book)];
       return { modelStats: stats.map(statisticsMessage) };
     }),
   };
