@@ -7,14 +7,22 @@ import { hostname } from "node:os";
  *
  * Creation is write-temp-then-link: link(2) fails if the target exists and never exposes a
  * half-written file, so a reader always sees complete owner facts. The owner refreshes the
- * file's mtime while it holds the lock; a lock whose owner process is gone (same host) or whose
- * mtime is older than `staleMs` is taken over.
+ * file's mtime while it holds the lock. On the owner's host a lock is taken over as soon as its
+ * owner is gone: the host rebooted since (another boot id), or no process has the pid, or the
+ * process with that pid started at another time than the owner did (a reused pid: a restarted
+ * container's PID 1 is alive again at once, and looked like the owner for the 10 minutes of the
+ * mtime rule). A pid alone could be faked by any later process; boot id and start time cannot.
+ * From another host only the mtime rule can tell: older than `staleMs` is abandoned.
  */
 export interface LockOwner {
   readonly pid: number;
   readonly host: string;
   readonly token: string;
   readonly createdAt: number;
+  /** The kernel's boot id when the lock was taken (absent on systems without /proc). */
+  readonly bootId?: string;
+  /** The owner process's start time, in clock ticks since boot (/proc/<pid>/stat). */
+  readonly startTime?: string;
 }
 
 export interface LockOptions {
@@ -27,6 +35,44 @@ export interface LockOptions {
 export interface HeldLock {
   readonly path: string;
   release(): void;
+}
+
+function readOr(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+let ownBootId: string | null | undefined;
+
+function bootId(): string | null {
+  ownBootId ??= readOr("/proc/sys/kernel/random/boot_id")?.trim() ?? null;
+  return ownBootId;
+}
+
+/** Field 22 of /proc/<pid>/stat (after the parenthesised name, which may hold spaces). */
+export function processStartTime(pid: number): string | null {
+  const stat = readOr(`/proc/${pid}/stat`);
+  if (stat === null) return null;
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return fields[19] ?? null;
+}
+
+/** Why the lock's owner is certainly gone, or null when it may be alive (or cannot be told). */
+export function ownerGone(owner: LockOwner): string | null {
+  if (owner.host !== hostname()) return null;
+  const boot = bootId();
+  if (owner.bootId && boot && owner.bootId !== boot) return "its host rebooted since it was taken";
+  if (!pidAlive(owner.pid)) return `owner pid ${owner.pid} is not running`;
+  if (owner.startTime) {
+    const now = processStartTime(owner.pid);
+    if (now !== null && now !== owner.startTime) {
+      return `pid ${owner.pid} is another process now (started at tick ${now}, the owner at ${owner.startTime})`;
+    }
+  }
+  return null;
 }
 
 function pidAlive(pid: number): boolean {
@@ -51,7 +97,16 @@ function readOwner(path: string): LockOwner | null {
 
 /** Tries once; returns the held lock or null when another owner holds it. */
 export function tryLock(path: string, opts: LockOptions): HeldLock | null {
-  const owner: LockOwner = { pid: process.pid, host: hostname(), token: crypto.randomUUID(), createdAt: Date.now() };
+  const boot = bootId();
+  const start = processStartTime(process.pid);
+  const owner: LockOwner = {
+    pid: process.pid,
+    host: hostname(),
+    token: crypto.randomUUID(),
+    createdAt: Date.now(),
+    ...(boot ? { bootId: boot } : {}),
+    ...(start ? { startTime: start } : {}),
+  };
   const tmp = `${path}.${owner.token}`;
   writeFileSync(tmp, JSON.stringify(owner));
   try {
@@ -105,9 +160,8 @@ export function takeOverIfStale(path: string, opts: LockOptions): boolean {
   }
   const owner = readOwner(path);
   const age = Date.now() - mtimeMs;
-  let why: string | null = null;
-  if (owner && owner.host === hostname() && !pidAlive(owner.pid)) why = `owner pid ${owner.pid} is not running`;
-  else if (age > opts.staleMs) why = `lock not refreshed for ${Math.round(age)} ms`;
+  let why: string | null = owner ? ownerGone(owner) : null;
+  if (!why && age > opts.staleMs) why = `lock not refreshed for ${Math.round(age)} ms`;
   if (!why) return false;
   const aside = `${path}.stale-${crypto.randomUUID()}`;
   try {
