@@ -15,7 +15,7 @@ import {
 import { type NDArray, elementCount, sameShape, slotsPerElement } from "./array.ts";
 import { withCanonicalNaNs } from "./canonical-nans.ts";
 import type { Module, TensorType } from "@xlaserve/stablehlo";
-import { readModule } from "./read-module.ts";
+import { readModuleBytes } from "./read-module.ts";
 import { Arena, takeData } from "./plan/arena.ts";
 import { dtypeOf, elemTypeOf } from "./plan/dtype-map.ts";
 import { type CompiledFunction, type OpTime, Program, type StepTimes, release, retain } from "./plan/program.ts";
@@ -185,15 +185,8 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
 
     async compile(source: ModuleSource, _options: CompileOptions): Promise<Executable> {
       alive();
-      if (source.format === "bytecode") {
-        throw new XlaserveError(
-          "UNSUPPORTED",
-          "the CPU engine reads StableHLO text only; MLIR bytecode (portable artifacts) needs the PJRT backend or a text export",
-          { origin: source.origin },
-        );
-      }
-      const text = new TextDecoder().decode(source.bytes);
-      return load(readModule(text, source.origin ?? "<module>"));
+      // Text or a portable artifact (MLIR bytecode): both read into the same program model.
+      return load(readModuleBytes(source.bytes, source.origin ?? "<module>"));
     },
 
     async serialize(executable: Executable): Promise<Uint8Array> {

@@ -126,7 +126,7 @@ describe("reactant backend", () => {
     );
     await expectCode(
       b.compile({ bytes: new Uint8Array([0x4d, 0x4c, 0xef, 0x52]), format: "bytecode" }, {}),
-      "UNSUPPORTED",
+      "MODULE_INVALID",
     );
     const exe = await b.compile({ bytes: ADD, format: "text" }, {});
     const a = await b.upload(tensor([1, 2, 3, 4]));

@@ -14,6 +14,7 @@ import { formatReport, totals } from "../src/conformance/summary.ts";
 const FLOORS = {
   testdata: { passed: 1511, maxUnsupported: 0 },
   interpret: { passed: 447 },
+  portable: { passed: 1431 },
 };
 
 const ROOT =
@@ -21,10 +22,10 @@ const ROOT =
 const STABLEHLO = join(ROOT, "stablehlo");
 const available = existsSync(join(STABLEHLO, "testdata"));
 
-function files(dir: string): { path: string; name: string }[] {
+function files(dir: string, suffix = ".mlir"): { path: string; name: string }[] {
   const out: { path: string; name: string }[] = [];
   for (const entry of readdirSync(dir, { recursive: true }) as string[]) {
-    if (entry.endsWith(".mlir")) out.push({ path: join(dir, entry), name: entry });
+    if (entry.endsWith(suffix)) out.push({ path: join(dir, entry), name: entry });
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));
 }
@@ -72,6 +73,33 @@ describe.skipIf(!available)("conformance", () => {
     }
     expect(differing).toEqual([]);
   }, 120_000);
+
+  test.skipIf(!existsSync(join(STABLEHLO, "portable")))(
+    "portable: each bytecode twin has its text file's outcome (passes exactly the files the text passes)",
+    async () => {
+      const portable = files(join(STABLEHLO, "portable"), ".mlir.bc");
+      const twins = portable.map((f) => ({
+        path: join(STABLEHLO, "testdata", f.name.replace(/\.bc$/, "")),
+        name: f.name.replace(/\.bc$/, ""),
+      }));
+      expect(portable.length).toBeGreaterThan(1400);
+      const [fromBytecode, fromText] = [
+        await runPool(portable, { jobs: 2, timeoutMs: 60_000 }),
+        await runPool(twins, { jobs: 2, timeoutMs: 60_000 }),
+      ];
+      const t = totals(fromBytecode);
+      console.log(
+        `portable: ${t.passed} passed, ${t.failed} failed, ${t.unsupported} unsupported of ${portable.length} files`,
+      );
+      const textStatus = new Map(fromText.map((r) => [r.file, r.status]));
+      const differing = fromBytecode
+        .filter((r) => textStatus.get(r.file.replace(/\.bc$/, "")) !== r.status)
+        .map((r) => `${r.file}: ${r.status} (text: ${textStatus.get(r.file.replace(/\.bc$/, ""))}) ${r.detail ?? ""}`);
+      expect(differing).toEqual([]);
+      expect(t.passed).toBeGreaterThanOrEqual(FLOORS.portable.passed);
+    },
+    300_000,
+  );
 
   test("interpret: pass floor, >= 90% of in-scope functions", async () => {
     const results = await runPool(files(join(STABLEHLO, "interpret")), { jobs: 2, timeoutMs: 60_000 });

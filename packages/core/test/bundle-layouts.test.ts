@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { copyFileSync, renameSync, rmSync } from "node:fs";
+import { copyFileSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadBundle } from "../src/index.ts";
 import {
@@ -60,14 +60,47 @@ describe("bundle layouts", () => {
     });
   });
 
-  test("a portable-artifact (bytecode) module is detected and loads without a signature", async () => {
+  test("a portable-artifact (bytecode) module has its signature read and checked like a text one", async () => {
     const dir = repo.copy("mlp");
+    const text = await loadBundle(dir);
     copyFileSync(PORTABLE_MLP_B1, join(dir, "model.b1.mlir"));
     const bundle = await loadBundle(dir);
-    expect(bundle.modules.map((m) => [m.file, m.format, m.signature === null])).toEqual([
-      ["model.b1.mlir", "bytecode", true],
-      ["model.b8.mlir", "text", false],
+    expect(bundle.modules.map((m) => [m.file, m.format])).toEqual([
+      ["model.b1.mlir", "bytecode"],
+      ["model.b8.mlir", "text"],
     ]);
+    expect(bundle.modules[0]?.signature).toEqual(text.modules[0]?.signature ?? null);
+    // The b1 artifact in the b8 slot: its batch axis disagrees with the manifest.
+    copyFileSync(PORTABLE_MLP_B1, join(dir, "model.b8.mlir"));
+    await expect(loadBundle(dir)).rejects.toMatchObject({
+      code: "MODULE_SIGNATURE_MISMATCH",
+      details: { file: "model.b8.mlir" },
+    });
+    rmSync(dir, { recursive: true });
+  });
+
+  test("a truncated or corrupt portable artifact is BUNDLE_INVALID naming file, offset and what was expected", async () => {
+    const dir = repo.copy("mlp");
+    const bytes = readFileSync(PORTABLE_MLP_B1);
+    writeFileSync(join(dir, "model.b1.mlir"), bytes.subarray(0, 900));
+    const error = await loadBundle(dir).then(
+      () => null,
+      (e: unknown) => e as { code: string; message: string; details: Record<string, unknown> },
+    );
+    expect(error?.code).toBe("BUNDLE_INVALID");
+    expect(error?.details.file).toBe("model.b1.mlir");
+    expect(typeof error?.details.offset).toBe("number");
+    expect(error?.message).toMatch(
+      /model\.b1\.mlir: is not a readable StableHLO portable artifact: invalid MLIR bytecode at offset \d+: expected /,
+    );
+    const newer = Buffer.from(bytes);
+    newer[4] = 7 * 2 + 1; // bytecode format version 7
+    writeFileSync(join(dir, "model.b1.mlir"), newer);
+    await expect(loadBundle(dir)).rejects.toMatchObject({
+      code: "BUNDLE_INVALID",
+      details: { offset: 4 },
+      message: expect.stringContaining("format version of at most 6, found version 7"),
+    });
     rmSync(dir, { recursive: true });
   });
 

@@ -127,6 +127,11 @@ function parseResults(text: string, from: number): DeclaredType[] {
   return [parseType(text.slice(i), "result 0")];
 }
 
+/** A declared type from its StableHLO spelling (`tensor<?x3xbf16>`, `i32`). */
+export function declaredTypeOf(text: string): DeclaredType {
+  return parseType(text, "the type");
+}
+
 /** Parses the type at the start of `text` (anything after it, attributes or loc, is ignored). */
 function parseType(text: string, what: string): DeclaredType {
   if (text.startsWith("tensor<")) {

@@ -11,7 +11,7 @@ import { formatReport, totals } from "./summary.ts";
 
 /**
  * `bun run conformance [--backend reactant|pjrt] [--jobs N] [--timeout-ms MS] [--no-fold] [--verbose] <dir>...`
- * Runs every .mlir file under the folders and prints the report (summary.ts). A bundle folder
+ * Runs every .mlir file (and .mlir.bc portable artifact) under the folders and prints the report (summary.ts). A bundle folder
  * with reference.safetensors (the model zoo, tests/zoo/models) runs each batch size against XLA's
  * outputs. Exits 1 when any case failed.
  */
@@ -58,14 +58,14 @@ async function main(): Promise<number> {
   return totals(results).failed > 0 ? 1 : 0;
 }
 
-/** The .mlir files under `dir`, and its bundle folders with reference outputs (each one job). */
+/** The .mlir files (and .mlir.bc portable artifacts) under `dir`, and its bundle folders with reference outputs (each one job). */
 function listMlir(dir: string): string[] {
   if (isReferenceBundle(dir)) return [dir];
   const out: string[] = [];
   for (const entry of readdirSync(dir).sort()) {
     const path = join(dir, entry);
     if (statSync(path).isDirectory()) out.push(...listMlir(path));
-    else if (entry.endsWith(".mlir")) out.push(path);
+    else if (entry.endsWith(".mlir") || entry.endsWith(".mlir.bc")) out.push(path);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 import { isXlaserveError } from "@xlaserve/core";
 import type { Func, Module } from "@xlaserve/stablehlo";
-import { readModule } from "../read-module.ts";
+import { isBytecode } from "@xlaserve/stablehlo";
+import { readModule, readModuleBytes } from "../read-module.ts";
 import { Arena } from "../plan/arena.ts";
 import { Program, type ProgramOptions } from "../plan/program.ts";
 import type { CheckFailure } from "../plan/values.ts";
@@ -21,9 +22,24 @@ const TYPE_WORDS =
 
 /** `dot_general_float32_4_3_float32_3_6.mlir` -> `dot_general`; interpret files keep their name. */
 export function familyOf(file: string): string {
-  const base = file.replace(/^.*\//, "").replace(/\.mlir$/, "");
+  const base = file.replace(/^.*\//, "").replace(/\.mlir(\.bc)?$/, "");
   const m = TYPE_WORDS.exec(base);
   return m ? base.slice(0, m.index) : base;
+}
+
+/** Runs every case in a module file: text, or its portable-artifact twin (`.mlir.bc`). */
+export function runConformanceFile(bytes: Uint8Array, file: string, options: ProgramOptions = {}): CaseResult[] {
+  if (!isBytecode(bytes)) return runConformanceText(new TextDecoder().decode(bytes), file, options);
+  const family = familyOf(file);
+  let module: Module;
+  try {
+    module = readModuleBytes(bytes, file);
+  } catch (e) {
+    return [errorResult(file, null, family, e)];
+  }
+  return entryFunctions(module).map((name) =>
+    runCase(module, name, file, module.name === null ? name : null, family, options),
+  );
 }
 
 /**

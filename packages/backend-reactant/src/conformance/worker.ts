@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import type { ProgramOptions } from "../plan/program.ts";
 import { isReferenceBundle, runBundleCases } from "./bundle-case.ts";
-import { type CaseResult, runConformanceText } from "./run-file.ts";
+import { type CaseResult, runConformanceFile } from "./run-file.ts";
 
 /**
  * A conformance worker: runs the files (and reference bundles) it is sent, one at a time, and posts each file's
@@ -17,7 +17,7 @@ self.onmessage = async (event: MessageEvent<{ path: string; name: string; option
     // A bundle folder with XLA's reference outputs runs as one case per batch size.
     results = isReferenceBundle(path)
       ? await runBundleCases(path, name)
-      : runConformanceText(readFileSync(path, "utf8"), name, options);
+      : runConformanceFile(new Uint8Array(readFileSync(path)), name, options);
   } catch (e) {
     results = [{ file: name, func: null, family: name, status: "failed", detail: `crashed: ${(e as Error).message}` }];
   }

@@ -1,4 +1,10 @@
-import { type DeclaredType, SignatureSyntaxError, readMainSignature } from "@xlaserve/stablehlo/signature.ts";
+import { readPortableMainSignature } from "@xlaserve/stablehlo/portable-signature.ts";
+import {
+  type DeclaredSignature,
+  type DeclaredType,
+  SignatureSyntaxError,
+  readMainSignature,
+} from "@xlaserve/stablehlo/signature.ts";
 import { dtypeFromMlir } from "../dtypes.ts";
 import type { ModuleSignature, SignatureType } from "./types.ts";
 
@@ -9,7 +15,19 @@ export { SignatureSyntaxError };
  * header reader. Throws SignatureSyntaxError when the text has none or a type has no host dtype.
  */
 export function parseMainSignature(text: string): ModuleSignature {
-  const declared = readMainSignature(text);
+  return toModuleSignature(readMainSignature(text));
+}
+
+/**
+ * The @main signature of a portable artifact (MLIR bytecode). Throws SignatureSyntaxError as
+ * the text form does, or the program model's ModuleError (MODULE_INVALID with the offset and
+ * what was expected) for an artifact that is truncated, corrupt or newer than the reader.
+ */
+export function portableMainSignature(bytes: Uint8Array, origin: string): ModuleSignature {
+  return toModuleSignature(readPortableMainSignature(bytes, origin));
+}
+
+function toModuleSignature(declared: DeclaredSignature): ModuleSignature {
   return {
     args: declared.args.map((t, i) => toSignatureType(t, `argument ${i}`)),
     results: declared.results.map((t, i) => toSignatureType(t, `result ${i}`)),

@@ -1,7 +1,8 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { detectModuleFormat } from "../backend.ts";
-import { SignatureSyntaxError, parseMainSignature } from "./mlir-signature.ts";
+import { isModuleError } from "@xlaserve/stablehlo/errors.ts";
+import { SignatureSyntaxError, parseMainSignature, portableMainSignature } from "./mlir-signature.ts";
 import { type BundleFileRef, bundleError, bundleInvalid } from "./problems.ts";
 import type { BundleModule, Manifest, ModuleSignature } from "./types.ts";
 
@@ -102,7 +103,7 @@ function selectForVariant(
   });
 }
 
-/** Reads, fingerprints and (for text) parses the @main signature of each selected module. */
+/** Reads, fingerprints and parses the @main signature of each selected module (text or bytecode). */
 export async function loadModules(dir: string, manifest: Manifest, bundle: string): Promise<BundleModule[]> {
   const files = selectModuleFiles(readdirSync(dir), manifest, bundle);
   return Promise.all(files.map((name) => loadModule(dir, name, bundle)));
@@ -112,7 +113,7 @@ async function loadModule(dir: string, name: ModuleFileName, bundle: string): Pr
   const path = join(dir, name.file);
   const bytes = await Bun.file(path).bytes();
   const format = detectModuleFormat(bytes);
-  const signature = format === "text" ? readSignature(bytes, { bundle, file: name.file }) : null;
+  const signature = moduleSignature(bytes, { bundle, file: name.file });
   return {
     file: name.file,
     path,
@@ -126,11 +127,39 @@ async function loadModule(dir: string, name: ModuleFileName, bundle: string): Pr
   };
 }
 
+/**
+ * The @main signature of a module file, text or portable artifact. Errors are BUNDLE_INVALID
+ * (an unreadable artifact: file, offset, what was expected) or MODULE_INVALID (no readable @main).
+ */
+export function moduleSignature(bytes: Uint8Array, at: BundleFileRef): ModuleSignature {
+  return detectModuleFormat(bytes) === "text" ? readSignature(bytes, at) : readPortableSignature(bytes, at);
+}
+
 function readSignature(bytes: Uint8Array, at: BundleFileRef): ModuleSignature {
   try {
     return parseMainSignature(new TextDecoder().decode(bytes));
   } catch (cause) {
     if (!(cause instanceof SignatureSyntaxError)) throw cause;
     throw bundleError("MODULE_INVALID", at, "@main", `cannot read the @main signature: ${cause.message}`);
+  }
+}
+
+/** A portable artifact is decoded whole: newer, truncated or corrupt ones are BUNDLE_INVALID here. */
+function readPortableSignature(bytes: Uint8Array, at: BundleFileRef): ModuleSignature {
+  try {
+    return portableMainSignature(bytes, at.file);
+  } catch (cause) {
+    if (cause instanceof SignatureSyntaxError) {
+      throw bundleError("MODULE_INVALID", at, "@main", `cannot read the @main signature: ${cause.message}`);
+    }
+    if (!isModuleError(cause)) throw cause;
+    const { offset, expected } = cause.details;
+    throw bundleError(
+      "BUNDLE_INVALID",
+      at,
+      "",
+      `is not a readable StableHLO portable artifact: ${cause.message.replace(`${at.file}: `, "")}`,
+      { offset, expected },
+    );
   }
 }

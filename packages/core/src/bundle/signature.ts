@@ -17,7 +17,7 @@ export function checkModuleSignature(
   weights: WeightsFile,
 ): void {
   const signature = module.signature;
-  if (!signature) return; // bytecode: the types are not readable without an MLIR parser
+  if (!signature) return;
   const inputs = manifest.executableInputs;
   const order = weights.argumentOrder;
   const fail = (field: string, problem: string, extra: Record<string, unknown> = {}) =>

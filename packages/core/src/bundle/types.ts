@@ -85,7 +85,7 @@ export interface BundleModule {
   readonly byteLength: number;
   /** Reads the module's bytes from disk (modules are not kept in memory). */
   read(): Promise<Uint8Array>;
-  /** The @main signature, parsed from text modules; null for bytecode. */
+  /** The @main signature, read from text modules and portable artifacts alike. */
   readonly signature: ModuleSignature | null;
 }
 

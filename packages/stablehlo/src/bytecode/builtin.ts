@@ -3,6 +3,7 @@ import { dims, readBlob, readList, readSignedList } from "./attr-types.ts";
 import type { ByteReader } from "./byte-reader.ts";
 import { integerWidth, readFloatAttr, readIntegerAttr } from "./numbers.ts";
 import type { RawAttr, RawType } from "./values.ts";
+import { checkDenseSize } from "./vhlo-encoding.ts";
 
 /** The builtin dialect's attribute codes (BuiltinDialectBytecode.td; the order is the format). */
 const ATTR = {
@@ -93,7 +94,10 @@ export function readBuiltinAttr(r: ByteReader, t: AttrTypeTable): RawAttr {
     }
     case ATTR.denseIntOrFPElements: {
       const type = t.type(r);
-      return { k: "dense", type, data: readBlob(r, "dense elements") };
+      const dataAt = r.pos;
+      const data = readBlob(r, "dense elements");
+      checkDenseSize(r, type, data.length, dataAt);
+      return { k: "dense", type, data };
     }
     case ATTR.distinct:
       return t.attr(r);

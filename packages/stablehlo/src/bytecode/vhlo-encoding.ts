@@ -3,6 +3,8 @@ import { dims, readBlob, readList, readSignedList } from "./attr-types.ts";
 import { readDictionary, readFunctionType, readRankedTensor, readTupleType } from "./builtin.ts";
 import type { ByteReader } from "./byte-reader.ts";
 import { floatValue, readAPInt, readFloatAttr, readIntegerAttr } from "./numbers.ts";
+import { elementCount, storageBytes } from "../elements.ts";
+import { elemOf, typeText } from "../vhlo/types.ts";
 import type { RawAttr, RawType } from "./values.ts";
 
 /**
@@ -22,6 +24,19 @@ const ENUM_ATTRS: Record<number, string> = {
   13: "rng_distribution",
   16: "transpose",
   19: "result_accuracy_mode",
+};
+
+/** How many cases each enum has (VhloEnums.td); a larger number is a corrupt or newer file. */
+const ENUM_CASES: Record<string, number> = {
+  comparison_direction: 6,
+  comparison_type: 5,
+  custom_call_api_version: 5,
+  fft_type: 4,
+  precision: 3,
+  rng_algorithm: 3,
+  rng_distribution: 3,
+  transpose: 4,
+  result_accuracy_mode: 3,
 };
 
 const ATTR = {
@@ -47,7 +62,13 @@ export function readVhloAttr(r: ByteReader, t: AttrTypeTable): RawAttr {
   const at = r.pos;
   const code = r.varint("a vhlo attribute code");
   const enumName = ENUM_ATTRS[code];
-  if (enumName) return { k: "enum", enum: enumName, value: r.varint(`a ${enumName} value`) };
+  if (enumName) {
+    const valueAt = r.pos;
+    const value = r.varint(`a ${enumName} value`);
+    const cases = ENUM_CASES[enumName] as number;
+    if (value >= cases) throw r.fail(`a ${enumName} case below ${cases}, found ${value}`, valueAt);
+    return { k: "enum", enum: enumName, value };
+  }
   switch (code) {
     case ATTR.array:
       return { k: "array", items: readList(r, "an array_v1 attribute", () => t.attr(r)) };
@@ -80,7 +101,10 @@ export function readVhloAttr(r: ByteReader, t: AttrTypeTable): RawAttr {
       return { k: "string", value: readStringIndex(r, t) };
     case ATTR.tensor: {
       const type = t.type(r);
-      return { k: "dense", type, data: unpackBooleans(type, readBlob(r, "a tensor_v1's data")) };
+      const dataAt = r.pos;
+      const data = unpackBooleans(type, readBlob(r, "a tensor_v1's data"));
+      checkDenseSize(r, type, data.length, dataAt);
+      return { k: "dense", type, data };
     }
     case ATTR.type:
       return { k: "type", type: t.type(r) };
@@ -283,4 +307,19 @@ function quantText(
   const ex = expressed.k === "float" ? expressed.name : "?";
   const p = params.map(([s, z]) => (z === 0 ? `${s}` : `${s}:${z}`)).join(", ");
   return axis === null ? `!quant.uniform<${st}:${ex}, ${p}>` : `!quant.uniform<${st}:${ex}:${axis}, {${p}}>`;
+}
+
+/** Dense data holds every element, or one (a splat); anything else is a corrupt artifact. */
+export function checkDenseSize(r: ByteReader, type: RawType, length: number, at: number): void {
+  if (type.k !== "tensor" || type.shape.some((d) => d < 0)) return;
+  const elem = elemOf(type.elem);
+  if (!elem) return;
+  const size = storageBytes(elem);
+  const count = elementCount(type.shape);
+  if (length !== size * count && length !== size) {
+    throw r.fail(
+      `${size * count} bytes of dense data for a ${typeText(type)} (or ${size} for a splat), found ${length}`,
+      at,
+    );
+  }
 }

@@ -74,25 +74,28 @@ function toDense(a: Extract<RawAttr, { k: "dense" }>, origin: string): Attr {
   if (t.k !== "tensor" || !elem || t.shape.some((d) => d < 0)) {
     return { type: typeText(t), hex: hex(a.data) };
   }
-  const out = alloc(elem, t.shape);
   const size = storageBytes(elem);
   const count = elementCount(t.shape);
-  const target = new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.byteLength);
-  if (a.data.length === size * count) target.set(a.data);
-  else if (a.data.length === size) for (let i = 0; i < count; i++) target.set(a.data, i * size);
-  else {
+  if (a.data.length !== size * count && (a.data.length !== size || size * count > MAX_SPLAT_BYTES)) {
     throw new ModuleError(
       "MODULE_INVALID",
-      `${origin}: a dense ${typeText(t)} needs ${size * count} bytes of data (or ${size} for a splat), found ${a.data.length}`,
-      { origin },
+      `${origin}: a dense ${typeText(t)} needs ${size * count} bytes of data (or ${size} for a splat of at most ${MAX_SPLAT_BYTES} bytes), found ${a.data.length}`,
+      { origin, expected: `${size * count} bytes of dense data` },
     );
   }
+  const out = alloc(elem, t.shape);
+  const target = new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.byteLength);
+  if (a.data.length === size * count) target.set(a.data);
+  else for (let i = 0; i < count; i++) target.set(a.data, i * size);
   if (isSubByte(elem) || elem === "i1") {
     const d = out.data as Int8Array;
     for (let i = 0; i < d.length; i++) d[i] = wrapSubByte(elem, d[i] as number);
   }
   return out;
 }
+
+/** A splat constant is expanded in memory; beyond this it is a corrupt shape, not a model. */
+const MAX_SPLAT_BYTES = 1 << 28;
 
 function hex(bytes: Uint8Array): string {
   let s = "0x";
