@@ -58,3 +58,9 @@ try {
 } catch (e) {
   log(`PostgreSQL unavailable (${e.message.split("\n")[0]}): the fleet catalog's PostgreSQL tests will skip`);
 }
+// Python's grpcio for the gRPC interop test (skips itself without it); never fails the set-up.
+try {
+  execSync("node scripts/python-grpc.mjs", { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+} catch {
+  log("the Python gRPC client could not be installed: its interop test will skip");
+}

@@ -4,6 +4,7 @@ import { createLogger, envWarnings } from "@xlaserve/core";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
 import type { Metrics, RunningServer } from "@xlaserve/server";
+import { grpcPortFor } from "./http/grpc.ts";
 import type { ServerInfo } from "@xlaserve/server/contract.ts";
 import { chooseEngine, createBackend } from "./engine/create-backend.ts";
 import { quietPort } from "./http/quiet-port.ts";
@@ -14,7 +15,7 @@ import { VerifiedWeightsMemo } from "./repository/verified-weights.ts";
 import { RepositoryWatcher } from "./repository/watcher.ts";
 import { openPrograms, probeFigureStore } from "./start/program-source.ts";
 import { registryHooks } from "./start/registry-hooks.ts";
-import { serve } from "./start/serve.ts";
+import { type Serving, serve } from "./start/serve.ts";
 import { registerReactantServerSeries } from "./start/reactant-server-series.ts";
 import { StartupClock } from "./start/startup-clock.ts";
 import { installStopSignals } from "./start/stop-signals.ts";
@@ -34,6 +35,8 @@ export const WORKER_VERSION = "0.1.0";
 
 export interface StartedWorker {
   readonly url: string;
+  /** host:port of the gRPC service, or null when server.grpcPort is 0. */
+  readonly grpcAddress: string | null;
   readonly registry: ModelRegistry;
   readonly config: Config;
   readonly engine: EngineChoice;
@@ -163,8 +166,17 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   }
 
   let server: RunningServer;
+  let serving: Serving;
   try {
-    ({ server, fronts } = await serve(http, { config, registry, metrics, logger, backend }));
+    serving = await serve(http, {
+      config,
+      registry,
+      metrics,
+      logger,
+      backend,
+      grpcPort: grpcPortFor(config, overrides),
+    });
+    ({ server, fronts } = serving);
     listening = server;
   } catch (err) {
     await watcher?.stop();
@@ -174,7 +186,8 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     throw err;
   }
   startup.lap("server");
-  log.info("listening", { url: server.url, models: registry.loadedNames() });
+  const { grpc, sharedMemory } = serving;
+  log.info("listening", { url: server.url, grpc: grpc?.address ?? null, models: registry.loadedNames() });
   log.info(`ready in ${Math.round(startup.totalMs())} ms`, {
     ms: Math.round(startup.totalMs()),
     phases: startup.phases(),
@@ -192,7 +205,10 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       registry.attachReplicaHost(null);
       await registry.shutdown(); // refuses new work, waits for in-flight requests
       await quietPort(server);
+      // Streams still open get a moment to end, then are cancelled.
+      await grpc?.stop(false, 2000);
       await server.stop();
+      sharedMemory.close();
       cache?.close();
       await backend.dispose();
       log.info("stopped");
@@ -202,5 +218,17 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
 
   if (overrides.handleSignals) installStopSignals(stop, log);
 
-  return { url: server.url, registry, config, engine, metrics, watcher, backend, logger, fronts, stop };
+  return {
+    url: server.url,
+    grpcAddress: grpc?.address ?? null,
+    registry,
+    config,
+    engine,
+    metrics,
+    watcher,
+    backend,
+    logger,
+    fronts,
+    stop,
+  };
 }

@@ -32,6 +32,8 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --repository DIR     model repository (XLASERVE_MODEL_REPOSITORY; default examples/models)
   --port N             HTTP port (XLASERVE_PORT; default 8000; 0 picks a free one)
   --host ADDR          interface to bind (default 127.0.0.1)
+  --grpc-port N        gRPC port, inference.GRPCInferenceService (XLASERVE_GRPC_PORT; default
+                       8001; 0 turns it off; with --port 0 and no --grpc-port, a free one)
   --http-threads N     threads accepting connections on the port (XLASERVE_HTTP_THREADS;
                        default 1; Linux). Past 1, each extra thread answers requests for the
                        models that run inline (small CPU-engine programs) on its own copy of
@@ -83,6 +85,7 @@ const OPTIONS = {
   repository: { type: "string" },
   port: { type: "string" },
   host: { type: "string" },
+  "grpc-port": { type: "string" },
   "http-threads": { type: "string" },
   config: { type: "string" },
   engine: { type: "string" },
@@ -155,6 +158,7 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
     repository: values.repository,
     port: num(values.port),
     host: values.host,
+    grpcPort: num(values["grpc-port"]),
     config: config as WorkerOverrides["config"],
   };
 }
@@ -197,6 +201,7 @@ async function serve(values: Values): Promise<void> {
     );
   }
   out.write(`\nlistening on ${worker.url}\n`);
+  if (worker.grpcAddress) out.write(`gRPC (inference.GRPCInferenceService) on ${worker.grpcAddress}\n`);
   const curl = curlExample(worker.url, worker.registry.models());
   if (curl) out.write(`try:\n  ${curl}\n`);
   out.write(`  curl -s ${worker.url}/v2/health/ready -o /dev/null -w '%{http_code}\\n'\n\n`);

@@ -76,6 +76,8 @@ describe("loadConfig", () => {
       readiness: "strict",
       reusePort: false,
       httpThreads: 3,
+      grpcPort: 8001,
+      grpcMaxMessageBytes: 512 * 1024 * 1024,
     });
     expect(config.pjrt).toMatchObject({ memoryFraction: 0.5, preallocate: true, plugin: "/opt/pjrt/plugin.so" });
     expect(config.repository.path).toBe("/srv/models");

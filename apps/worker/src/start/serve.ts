@@ -1,23 +1,60 @@
 import type { AbstractBackend, Logger } from "@xlaserve/core";
 import type { Config } from "@xlaserve/core/config/schema.ts";
-import type { Metrics, RunningServer } from "@xlaserve/server";
+import type { Metrics, RunningGrpcServer, RunningServer, SharedMemoryRegistry } from "@xlaserve/server";
+import { startWorkerGrpc } from "../http/grpc.ts";
 import type { HttpModules } from "../http/http-modules.ts";
 import { FrontPool } from "../http-threads/front-pool.ts";
 import type { ModelRegistry } from "../repository/registry.ts";
 import { assertPortFree, httpThreadsFor } from "./http-threads.ts";
 
+export interface Serving {
+  readonly server: RunningServer;
+  readonly fronts: FrontPool | null;
+  readonly grpc: RunningGrpcServer | null;
+  /** The system shared-memory regions, one set for REST and gRPC. */
+  readonly sharedMemory: SharedMemoryRegistry;
+}
+
 /**
- * The HTTP server on the configured port, and the extra HTTP threads beside it where they can
- * run models themselves (server.httpThreads). On failure nothing is left listening.
+ * The HTTP server on the configured port, the extra HTTP threads beside it where they can run
+ * models themselves (server.httpThreads), and the gRPC service on `grpcPort` (null: off). On
+ * failure nothing is left listening.
  */
 export async function serve(
   http: HttpModules,
+  o: {
+    config: Config;
+    registry: ModelRegistry;
+    metrics: Metrics;
+    logger: Logger;
+    backend: AbstractBackend;
+    grpcPort: number | null;
+  },
+): Promise<Serving> {
+  const { config, registry, metrics, logger } = o;
+  const sharedMemory = new http.SharedMemoryRegistry();
+  const { server, fronts } = await serveHttp(http, o, sharedMemory);
+  if (o.grpcPort === null) return { server, fronts, grpc: null, sharedMemory };
+  try {
+    const grpc = await startWorkerGrpc(http, config, o.grpcPort, { registry, logger, metrics, sharedMemory });
+    return { server, fronts, grpc, sharedMemory };
+  } catch (err) {
+    await fronts?.stop();
+    await server.stop(true);
+    throw err;
+  }
+}
+
+async function serveHttp(
+  http: HttpModules,
   o: { config: Config; registry: ModelRegistry; metrics: Metrics; logger: Logger; backend: AbstractBackend },
+  sharedMemory: SharedMemoryRegistry,
 ): Promise<{ server: RunningServer; fronts: FrontPool | null }> {
   const { config, registry, metrics, logger, backend } = o;
   const app = http.createServerApp({
     registry,
     logger,
+    sharedMemory,
     config: {
       maxBodyBytes: config.server.maxBodyBytes,
       authToken: config.server.authToken,
@@ -40,7 +77,13 @@ export async function serve(
   try {
     // What the other threads relay: infer requests straight to an infer service (as this
     // thread's own route table does), the rest through the app.
-    const relayedInfer = new http.InferService({ registry, metrics, logger, maxBodyBytes: config.server.maxBodyBytes });
+    const relayedInfer = new http.InferService({
+      registry,
+      metrics,
+      logger,
+      maxBodyBytes: config.server.maxBodyBytes,
+      sharedMemory,
+    });
     const fronts = await FrontPool.start({
       threads: httpThreads - 1,
       host: config.server.host,

@@ -13,9 +13,11 @@ export interface WorkerOverrides {
   readonly configFile?: string;
   /** Environment for XLASERVE_* settings; defaults to process.env. Pass {} in tests. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Shortcuts for config.repository.path / server.port / server.host. */
+  /** Shortcuts for config.repository.path / server.port / server.host / server.grpcPort. */
   readonly repository?: string;
+  /** 0 picks a free port, and then the gRPC service takes a free one too unless grpcPort is given. */
   readonly port?: number;
+  readonly grpcPort?: number;
   readonly host?: string;
   /** Use this backend instead of selecting one (tests). The worker disposes it on stop. */
   readonly backend?: AbstractBackend;
@@ -51,8 +53,8 @@ export function resolveWorkerConfig(overrides: WorkerOverrides = {}): Config {
   const loaded = loadConfig({ file: overrides.configFile, env, ...(conventions ? { base: conventions } : {}) });
   const shortcuts: Record<string, unknown> = {};
   if (overrides.repository !== undefined) shortcuts.repository = { path: overrides.repository };
-  if (overrides.port !== undefined || overrides.host !== undefined) {
-    shortcuts.server = { port: overrides.port, host: overrides.host };
+  if (overrides.port !== undefined || overrides.host !== undefined || overrides.grpcPort !== undefined) {
+    shortcuts.server = { port: overrides.port, host: overrides.host, grpcPort: overrides.grpcPort };
   }
   if (overrides.engineThread !== undefined || overrides.inlineMaxUs !== undefined) {
     shortcuts.placement = { engineThread: overrides.engineThread, inlineMaxUs: overrides.inlineMaxUs };

@@ -15,6 +15,7 @@ export const ENV_SHORTCUTS: Readonly<Record<string, readonly string[]>> = {
   XLASERVE_PORT: ["server", "port"],
   XLASERVE_AUTH_TOKEN: ["server", "authToken"],
   XLASERVE_HTTP_THREADS: ["server", "httpThreads"],
+  XLASERVE_GRPC_PORT: ["server", "grpcPort"],
   XLASERVE_MODEL_REPOSITORY: ["repository", "path"],
   XLASERVE_PJRT_PLUGIN: ["pjrt", "plugin"],
   XLASERVE_LOG_LEVEL: ["log", "level"],

@@ -73,6 +73,27 @@ export const ConfigSchema = Type.Object(
           description:
             "threads accepting HTTP connections on the port (SO_REUSEPORT); past 1, each extra thread answers the requests of models that run inline itself and relays the rest",
         }),
+        grpcPort: Type.Integer({
+          minimum: 0,
+          maximum: 65535,
+          default: 8001,
+          description: "port of the gRPC service (inference.GRPCInferenceService) beside the REST API; 0 turns it off",
+        }),
+        grpcMaxMessageBytes: Type.Integer({
+          minimum: 1,
+          default: 512 * MiB,
+          description: "largest gRPC message received or sent (a request or an answer, tensors included)",
+        }),
+        grpcTlsCert: Type.Optional(
+          Type.String({
+            minLength: 1,
+            description: "PEM certificate chain file: the gRPC port serves TLS (with grpcTlsKey) instead of h2c",
+          }),
+        ),
+        grpcTlsKey: Type.Optional(Type.String({ minLength: 1, description: "PEM private key file of grpcTlsCert" })),
+        grpcTlsCa: Type.Optional(
+          Type.String({ minLength: 1, description: "PEM CA file: gRPC clients must present a certificate it signed" }),
+        ),
       },
       section,
     ),

@@ -43,8 +43,11 @@ export interface RunningGrpcServer {
   readonly port: number;
   /** host:port of the bound socket (the real port when 0 was asked for). */
   readonly address: string;
-  /** Stops accepting calls and lets running ones finish (`force`: cancels them). */
-  stop(force?: boolean): Promise<void>;
+  /**
+   * Stops accepting calls and lets running ones finish, cancelling what still runs after
+   * `graceMs` (an open ModelStreamInfer stream would otherwise keep it up); `force` cancels at once.
+   */
+  stop(force?: boolean, graceMs?: number): Promise<void>;
 }
 
 /**
@@ -85,14 +88,18 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   return {
     port,
     address: `${host}:${port}`,
-    stop: (force = false) =>
+    stop: (force = false, graceMs = 2000) =>
       new Promise<void>((resolve) => {
         if (force) {
           server.forceShutdown();
           resolve();
           return;
         }
-        server.tryShutdown(() => resolve());
+        const timer = setTimeout(() => server.forceShutdown(), graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
       }),
   };
 }
