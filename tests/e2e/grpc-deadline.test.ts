@@ -43,17 +43,27 @@ test("a request past its deadline is DEADLINE_EXCEEDED and never runs; the worke
   }
   const runMs = Math.max(0.5, Math.min(...times));
   const deadlineMs = 100;
-  const ahead = Math.min(400, Math.ceil((deadlineMs * 4) / runMs) + 8);
-  const before = executions();
-  const t0 = performance.now();
-  const queued = Array.from({ length: ahead }, () => client.call("modelInfer", request));
-  const late = refused(client.call("modelInfer", request, { timeoutSeconds: deadlineMs / 1000 }));
-  const e = await late;
-  expect(e.code).toBe(status.DEADLINE_EXCEEDED);
-  await Promise.all(queued);
-  const elapsed = performance.now() - t0;
-  // The queue really outlasted the deadline, and the late request was never executed.
-  expect(elapsed).toBeGreaterThan(deadlineMs);
-  expect(executions() - before).toBe(ahead);
+  const base = Math.min(400, Math.ceil((deadlineMs * 4) / runMs) + 8);
+  // A queue too short for the deadline on a fast moment of the machine is tried again, longer.
+  let outcome: { code: number; ahead: number; ran: number; elapsed: number } | null = null;
+  for (let attempt = 0, ahead = base; attempt < 4; attempt++, ahead *= 2) {
+    const before = executions();
+    const t0 = performance.now();
+    const queued = Array.from({ length: ahead }, () => client.call("modelInfer", request));
+    const late = client.call("modelInfer", request, { timeoutSeconds: deadlineMs / 1000 }).then(
+      () => status.OK,
+      (e) => e.code as number,
+    );
+    const code = await late;
+    await Promise.all(queued);
+    const elapsed = performance.now() - t0;
+    // The late request, when refused, was never executed: only the ones ahead of it ran.
+    await Bun.sleep(50);
+    outcome = { code, ahead, ran: executions() - before, elapsed };
+    if (code !== status.OK) break;
+  }
+  expect(outcome?.code).toBe(status.DEADLINE_EXCEEDED);
+  expect(outcome?.ran).toBe(outcome?.ahead);
+  expect(outcome?.elapsed).toBeGreaterThan(deadlineMs);
   expect((await client.call("modelInfer", request)).outputs.length).toBe(1);
 }, 120_000);
