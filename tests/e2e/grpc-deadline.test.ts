@@ -7,7 +7,7 @@ import { status } from "@grpc/grpc-js";
 import type { StartedWorker } from "../../apps/worker/src/index.ts";
 import { InferenceClient } from "../../packages/server/src/grpc/client.ts";
 import { startCpuWorker } from "./cpu-worker.ts";
-import { exampleInput, inferRequest, refused } from "./grpc-support.ts";
+import { exampleInput, inferRequest } from "./grpc-support.ts";
 import { type TempRepo, collectLogs, makeRepo } from "./helpers.ts";
 
 let repo: TempRepo;
