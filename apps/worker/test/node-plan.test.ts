@@ -77,3 +77,27 @@ test("node flags are the node's; everything else goes to every worker's serve", 
   expect(() => parseNodeArgs(["--workers", "two"])).toThrow(/--workers expects an integer of at least 1, got "two"/);
   expect(() => parseNodeArgs(["--port"])).toThrow(/--port expects an integer/);
 });
+
+test("each child gets its own gRPC port when the node plans them (0: off)", () => {
+  const gpu = planNode({
+    gpus: ["0", "1"],
+    cpuWorkers: 1,
+    basePort: 9000,
+    cores: 4,
+    serveArgs: [],
+    grpcPorts: [9100, 9101],
+  });
+  expect(gpu.map((c) => c.args)).toEqual([
+    ["--port", "9000", "--grpc-port", "9100"],
+    ["--port", "9001", "--grpc-port", "9101"],
+  ]);
+  const cpu = planNode({ gpus: [], cpuWorkers: 2, basePort: 8000, cores: 4, serveArgs: [], grpcPorts: [0, 0] });
+  expect(cpu.map((c) => c.args)).toEqual([
+    ["--port", "8000", "--grpc-port", "0"],
+    ["--port", "8000", "--grpc-port", "0"],
+  ]);
+  expect(parseNodeArgs(["--grpc-port", "7001", "--no-watch"])).toMatchObject({
+    grpcPort: 7001,
+    serveArgs: ["--no-watch"],
+  });
+});

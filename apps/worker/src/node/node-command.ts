@@ -17,6 +17,8 @@ Usage: xlaserve node [node options] [serve options]
   --cpu              run CPU workers even where GPUs are found
   --port P           GPU workers listen on P + i, CPU workers all on P (default XLASERVE_PORT,
                      else 8000; 0 picks a free port for CPU workers)
+  --grpc-port G      each worker's gRPC port: G + i for worker i (default XLASERVE_GRPC_PORT,
+                     else 8001; 0 turns gRPC off; with --port 0 and no --grpc-port, free ports)
   --backoff-ms N     first restart delay of a worker that died (doubles per failure, capped at
                      30 s; a worker up for 60 s starts over) (default 1000)
   --max-restarts N   consecutive failures of one worker after which the node exits 1 (0: never)
@@ -33,6 +35,7 @@ interface NodeArgs {
   gpus?: string;
   cpu: boolean;
   port?: number;
+  grpcPort?: number;
   backoffMs: number;
   maxRestarts: number;
   graceMs: number;
@@ -72,6 +75,9 @@ export function parseNodeArgs(argv: readonly string[]): NodeArgs {
       case "--port":
         out.port = intFlag("--port", value(), 0);
         break;
+      case "--grpc-port":
+        out.grpcPort = intFlag("--grpc-port", value(), 0);
+        break;
       case "--backoff-ms":
         out.backoffMs = intFlag("--backoff-ms", value(), 1);
         break;
@@ -107,19 +113,24 @@ export async function runNode(
   const args = parseNodeArgs(argv);
   const gpus = args.cpu ? [] : detectGpus({ env: args.gpus !== undefined ? { XLASERVE_GPUS: args.gpus } : env });
   let port = args.port ?? (env.XLASERVE_PORT ? intFlag("XLASERVE_PORT", env.XLASERVE_PORT, 1) : 8000);
+  const freeRest = port === 0;
   if (port === 0) {
     if (gpus.length > 0)
       throw new XlaserveError("INVALID_ARGUMENT", "--port 0 works for CPU workers only: GPU workers need ports P + i");
     port = await freePort();
   }
   const cores = availableParallelism();
-  const plan = planNode({
-    gpus,
-    cpuWorkers: args.workers ?? Math.max(1, Math.floor(cores / 4)),
-    basePort: port,
-    cores,
-    serveArgs: args.serveArgs,
-  });
+  const cpuWorkers = args.workers ?? Math.max(1, Math.floor(cores / 4));
+  const children = gpus.length > 0 ? gpus.length : cpuWorkers;
+  const grpcBase =
+    args.grpcPort ?? (env.XLASERVE_GRPC_PORT ? intFlag("XLASERVE_GRPC_PORT", env.XLASERVE_GRPC_PORT, 0) : undefined);
+  const grpcPorts =
+    grpcBase === 0
+      ? Array.from({ length: children }, () => 0)
+      : grpcBase === undefined && freeRest
+        ? await Promise.all(Array.from({ length: children }, () => freePort()))
+        : Array.from({ length: children }, (_, i) => (grpcBase ?? 8001) + i);
+  const plan = planNode({ gpus, cpuWorkers, basePort: port, cores, serveArgs: args.serveArgs, grpcPorts });
   const supervisor = new Supervisor(
     plan.map((c) => ({
       name: c.name,
@@ -133,6 +144,7 @@ export async function runNode(
       ? `${plan.length} GPU workers (${gpus.join(", ")}) on ports ${port}-${port + plan.length - 1}`
       : `${plan.length} CPU workers on port ${port} (SO_REUSEPORT)`,
   );
+  if (grpcPorts.some((p) => p > 0)) supervisor.log(`gRPC on ports ${grpcPorts.join(", ")}`);
   let signals = 0;
   const onSignal = (sig: string) => {
     signals++;

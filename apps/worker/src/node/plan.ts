@@ -20,6 +20,16 @@ export interface NodePlanInput {
   readonly cores: number;
   /** `serve` options passed to every child. */
   readonly serveArgs: readonly string[];
+  /**
+   * Each child's gRPC port (0: off), passed as --grpc-port. gRPC takes no shared port: every
+   * worker of a CPU node has its own. Absent: the children's own setting.
+   */
+  readonly grpcPorts?: readonly number[];
+}
+
+function grpcArgs(input: NodePlanInput, i: number): string[] {
+  const port = input.grpcPorts?.[i];
+  return port === undefined ? [] : ["--grpc-port", String(port)];
 }
 
 /**
@@ -38,7 +48,7 @@ export function planNode(input: NodePlanInput): ChildPlan[] {
     }
     return input.gpus.map((gpu, i) => ({
       name: `gpu${i}`,
-      args: [...input.serveArgs, "--port", String(input.basePort + i)],
+      args: [...input.serveArgs, "--port", String(input.basePort + i), ...grpcArgs(input, i)],
       env: { CUDA_VISIBLE_DEVICES: gpu },
     }));
   }
@@ -48,7 +58,7 @@ export function planNode(input: NodePlanInput): ChildPlan[] {
   const blasThreads = String(Math.max(1, Math.floor(input.cores / input.cpuWorkers)));
   return Array.from({ length: input.cpuWorkers }, (_, i) => ({
     name: `cpu${i}`,
-    args: [...input.serveArgs, "--port", String(input.basePort)],
+    args: [...input.serveArgs, "--port", String(input.basePort), ...grpcArgs(input, i)],
     env: {
       CUDA_VISIBLE_DEVICES: "",
       XLASERVE_SERVER__REUSE_PORT: "true",
