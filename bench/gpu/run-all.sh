@@ -22,6 +22,9 @@
 #                  "--hedge-loads 0,3")
 #   reload-stall   bench/gpu/reload-stall.bench.ts: MLP latency while ResNet-50 recompiles on a hot
 #                  reload (after worker-start: its warm repository)
+#   fleet-join     bench/fleet-join.bench.ts: ready time of a worker joining a warm fleet cache (a
+#                  SQLite catalog in a shared state directory, a shared blob directory: the host has no
+#                  PostgreSQL) vs a warm local cache vs a cold start, through PJRT
 #   memory         bench/gpu/memory-probe.bench.ts               (issue 7)
 #   memory-worker  bench/memory-probe.bench.ts (the worker owner's in-process probe; issue 7),
 #                  where that file exists
@@ -75,9 +78,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|reload-stall|memory|memory-worker|cpu|zoo|http) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|http) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu zoo http part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo http part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -86,9 +89,9 @@ ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
   want gpu-tests && ordered+=(gpu-tests)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu; do want $x && need_export=1; done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start reload-stall memory memory-worker cpu zoo http; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo http; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -301,6 +304,10 @@ for phase in "${ordered[@]}"; do
     worker-start)
       run_step worker-start 330 bun bench/gpu/worker-start.bench.ts --models "$WORK/models" --engine pjrt \
         --runs 1 --warm-per-cold 6 ${WORKER_START_SETTINGS:---load-threads 0,4} --keep-repo "$WORK/warm-repo" --timeout-s 280
+      ;;
+    fleet-join)
+      run_step fleet-join 330 bun bench/fleet-join.bench.ts --models "$WORK/models" --engine pjrt \
+        --catalog sqlite --runs 3 --timeout-s 280
       ;;
     reload-stall)
       from=()
