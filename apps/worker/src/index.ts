@@ -13,7 +13,7 @@ import { formatBytes } from "./memory/budget.ts";
 import { ModelRegistry } from "./repository/registry.ts";
 import { VerifiedWeightsMemo } from "./repository/verified-weights.ts";
 import { RepositoryWatcher } from "./repository/watcher.ts";
-import { openPrograms, probeFigureStore } from "./start/program-source.ts";
+import { openFleet, openPrograms, probeFigureStore } from "./start/program-source.ts";
 import { registryHooks } from "./start/registry-hooks.ts";
 import { type Serving, serve } from "./start/serve.ts";
 import { registerReactantServerSeries } from "./start/reactant-server-series.ts";
@@ -64,6 +64,9 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   const log = logger.child({ component: "worker" });
   for (const warning of envWarnings(overrides.env ?? process.env)) log.warn(warning);
 
+  // The fleet's catalog connection opens while the engine starts.
+  const fleetOpening = overrides.programs ? null : openFleet(config, log);
+
   // Engine selection (and why).
   let engine: EngineChoice;
   let backend: AbstractBackend;
@@ -86,7 +89,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
 
   const { programs, cache } = overrides.programs
     ? { programs: overrides.programs, cache: null }
-    : await openPrograms(config, backend, log);
+    : await openPrograms(config, backend, log, fleetOpening);
   startup.lap("cacheOpen");
 
   const http = await httpModules;

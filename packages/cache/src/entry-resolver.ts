@@ -125,9 +125,10 @@ export class EntryResolver {
   }
 
   /**
-   * Checks entry bytes and deserializes them. `ino` is the local file they came from (removed
-   * when they fail), or null for bytes that exist only in memory (a fleet blob served to a
-   * worker whose bundle directory is read-only).
+   * Checks entry bytes and deserializes them. `local`: the bytes are the entry file's (`ino`
+   * its inode, or null for a copy just written): a failure removes the file, a hit records the
+   * row. Not local: bytes only in memory (a fleet blob served to a worker whose bundle directory
+   * is read-only).
    */
   async #loadBytes(
     args: GetOrCompileArgs,
@@ -135,8 +136,8 @@ export class EntryResolver {
     bytes: Uint8Array,
     ino: number | null,
     t0: number,
+    local = ino !== null,
   ): Promise<LoadAttempt> {
-    const local = ino !== null;
     const checked = checkEntry(bytes, {
       identity: key.identity,
       partition: key.partition,
@@ -239,7 +240,8 @@ export class EntryResolver {
       const t0 = performance.now();
       // The local copy needs no fsync: a torn one fails its checks and is fetched again.
       if (!local || this.#storeLocal(args, key, got.bytes, null, false)) {
-        const loaded = local ? await this.#tryLoad(args, key) : await this.#loadBytes(args, key, got.bytes, null, t0);
+        // Loaded from the bytes in hand; the local copy is for the next start.
+        const loaded = await this.#loadBytes(args, key, got.bytes, null, t0, local);
         if (loaded.kind === "hit") return { ...loaded.result, from: "fleet" };
         await fleet.drop(got.program, loaded.kind === "rejected" ? loaded.reason : "vanished", label);
         rejected ??= loaded.kind === "rejected" ? loaded.reason : undefined;

@@ -38,6 +38,11 @@ export interface ProgramCacheOptions {
    * or compiled once across all its workers. Absent: this cache is the worker's own.
    */
   readonly fleet?: FleetOptions;
+  /**
+   * The fleet already being opened (ProgramFleet.open, started early so its connection overlaps
+   * the engine's start); used in place of `fleet`.
+   */
+  readonly fleetOpening?: Promise<ProgramFleet>;
 }
 
 /**
@@ -96,7 +101,11 @@ export class ProgramCache {
   static async open(opts: ProgramCacheOptions): Promise<ProgramCache> {
     const dbPath = resolve(opts.dbPath ?? defaultDbPath(opts.stateDir));
     const warn: WarningSink = opts.onWarning ?? ((w: CacheWarning) => console.warn(`[cache] ${w.message}`));
-    const fleet = opts.fleet ? await ProgramFleet.open(opts.fleet, resolve(opts.stateDir), warn) : null;
+    const fleet = opts.fleetOpening
+      ? await opts.fleetOpening
+      : opts.fleet
+        ? await ProgramFleet.open(opts.fleet, resolve(opts.stateDir), warn)
+        : null;
     const conn = await openIndexDb(dbPath, warn);
     const store = new IndexStore(conn, (damaged, why) => reopenIndexDbSync(dbPath, damaged, why, warn));
     const cache = new ProgramCache(store, dbPath, opts, warn, fleet);
@@ -197,13 +206,19 @@ export class ProgramCache {
   /** The memory probe's stored figures for a program entry, or null (none, or another identity). */
   probeFigures(entryPath: string, identity: string): StoredProbeFigures | null {
     this.#assertOpen();
-    return this.#store.use((db) => readProbeFigures(db, entryPath, identity));
+    // A worker joining a fleet has none of its own yet: a peer's, measured on the same identity, do.
+    return (
+      this.#store.use((db) => readProbeFigures(db, entryPath, identity)) ??
+      this.fleet?.probeFigures(entryPath, identity) ??
+      null
+    );
   }
 
-  /** Records a program's measured probe figures (replacing older ones). */
+  /** Records a program's measured probe figures (replacing older ones), and shares them with the fleet. */
   storeProbeFigures(entryPath: string, figures: StoredProbeFigures & { identity: string }): void {
     this.#assertOpen();
     this.#store.use((db) => writeProbeFigures(db, entryPath, figures));
+    this.fleet?.shareProbeFigures(entryPath, figures);
   }
 
   close(): void {

@@ -179,6 +179,27 @@ for (const dialect of ["sqlite", "postgres"] as const) {
       );
     });
 
+    test("probe figures measured by one worker serve a worker that joins later, under the same identity only", async () => {
+      const a = await worker();
+      const ra = await a.get("model.b1.mlir");
+      const probeKey = (path: string) => `${path}#v-b1`;
+      const probeIdentity = (path: string) => `probe1|${path}|inputs [1]|weights 10|residency device`;
+      a.cache.storeProbeFigures(probeKey(ra.entryPath), {
+        identity: probeIdentity(ra.entryPath),
+        scratchBytes: 4096,
+        weightBytes: 10,
+        measuredAt: Date.now(),
+      });
+      await Bun.sleep(200); // shared in the background
+      const b = await worker();
+      const rb = await b.get("model.b1.mlir");
+      expect(rb.entryPath).not.toBe(ra.entryPath); // another host's path to the same program
+      expect(b.cache.probeFigures(probeKey(rb.entryPath), probeIdentity(rb.entryPath))).toMatchObject({
+        scratchBytes: 4096,
+      });
+      expect(b.cache.probeFigures(probeKey(rb.entryPath), `${probeIdentity(rb.entryPath)} other`)).toBeNull();
+    });
+
     test("a lease whose holder died lapses and a waiting worker takes it over", async () => {
       const cat = await catalog();
       const w = await worker({ leaseMs: 600 });

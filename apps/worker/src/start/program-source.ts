@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import type { AbstractBackend, Logger } from "@xlaserve/core";
 import { compileOptionsOf } from "@xlaserve/core";
 import type { Config } from "@xlaserve/core/config/schema.ts";
-import { ProgramCache } from "@xlaserve/cache";
+import { ProgramCache, ProgramFleet } from "@xlaserve/cache";
 import type { ProbeFigureStore } from "../memory/probe-figures.ts";
 import type { LoadedProgram, ProgramSource } from "../model/program-types.ts";
 import { fleetOptions } from "./fleet-options.ts";
@@ -16,6 +16,7 @@ export async function openPrograms(
   config: Config,
   backend: AbstractBackend,
   log: Logger,
+  fleetOpening: Promise<ProgramFleet> | null = openFleet(config, log),
 ): Promise<{ programs: ProgramSource; cache: ProgramCache | null }> {
   const options = compileOptionsOf(config);
   if (!config.cache.enabled) {
@@ -31,11 +32,10 @@ export async function openPrograms(
   }
   const stateDir = resolve(config.cache.stateDir);
   mkdirSync(stateDir, { recursive: true });
-  const fleet = fleetOptions(config);
   const cache = await ProgramCache.open({
     stateDir,
-    onWarning: (w) => log.warn("program cache", { kind: w.kind, message: w.message }),
-    ...(fleet ? { fleet } : {}),
+    onWarning: cacheWarnings(log),
+    ...(fleetOpening ? { fleetOpening } : {}),
   });
   if (cache.fleet)
     log.info("program cache shared by the fleet", { where: cache.fleet.where, leaseMs: cache.fleet.leaseMs });
@@ -76,6 +76,21 @@ function slowCompileForTests(backend: AbstractBackend, options: ReturnType<typeo
     await Bun.sleep(delayMs);
     return backend.compile({ bytes: await module.read(), format: module.format, origin: module.path }, options);
   };
+}
+
+const cacheWarnings = (log: Logger) => (w: { kind: string; message: string }) =>
+  log.warn("program cache", { kind: w.kind, message: w.message });
+
+/**
+ * Starts connecting to the fleet's catalog (when cache.store is set), so the connection and the
+ * catalog's schema check overlap the engine's start; openPrograms waits for it.
+ */
+export function openFleet(config: Config, log: Logger): Promise<ProgramFleet> | null {
+  const fleet = config.cache.enabled ? fleetOptions(config) : undefined;
+  if (!fleet) return null;
+  const opening = ProgramFleet.open(fleet, resolve(config.cache.stateDir), cacheWarnings(log));
+  opening.catch(() => {}); // awaited (and its error thrown) by openPrograms
+  return opening;
 }
 
 /** The program cache's index as the registry's store of probe figures. */

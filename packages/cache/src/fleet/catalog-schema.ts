@@ -46,6 +46,19 @@ export const liteCompiles = lite.sqliteTable("fleet_compiles", {
   compileMs: lite.real("compile_ms"),
 });
 
+/**
+ * The memory probe's figures of a program, shared so a joining worker skips the probe like a
+ * warm restart does. `key` and `identity` are the worker's, with every bundle path replaced by
+ * the program's key (hosts mount the repository in different places).
+ */
+export const liteProbeFigures = lite.sqliteTable("fleet_probe_figures", {
+  key: lite.text("key").primaryKey(),
+  identity: lite.text("identity").notNull(),
+  scratchBytes: lite.integer("scratch_bytes").notNull(),
+  weightBytes: lite.integer("weight_bytes").notNull(),
+  measuredAt: lite.integer("measured_at").notNull(),
+});
+
 const ms = (name: string) => pg.bigint(name, { mode: "number" });
 
 export const pgPrograms = pg.pgTable("fleet_programs", {
@@ -77,8 +90,27 @@ export const pgCompiles = pg.pgTable("fleet_compiles", {
   compileMs: pg.doublePrecision("compile_ms"),
 });
 
-export const liteCatalogSchema = { programs: litePrograms, leases: liteLeases, compiles: liteCompiles };
-export const pgCatalogSchema = { programs: pgPrograms, leases: pgLeases, compiles: pgCompiles };
+export const pgProbeFigures = pg.pgTable("fleet_probe_figures", {
+  key: pg.text("key").primaryKey(),
+  identity: pg.text("identity").notNull(),
+  scratchBytes: ms("scratch_bytes").notNull(),
+  weightBytes: ms("weight_bytes").notNull(),
+  measuredAt: ms("measured_at").notNull(),
+});
+
+export const liteCatalogSchema = {
+  programs: litePrograms,
+  leases: liteLeases,
+  compiles: liteCompiles,
+  probeFigures: liteProbeFigures,
+};
+export const pgCatalogSchema = {
+  programs: pgPrograms,
+  leases: pgLeases,
+  compiles: pgCompiles,
+  probeFigures: pgProbeFigures,
+};
 
 export type CatalogProgram = typeof litePrograms.$inferSelect;
 export type CatalogCompile = typeof liteCompiles.$inferSelect;
+export type CatalogProbeFigures = typeof liteProbeFigures.$inferSelect;

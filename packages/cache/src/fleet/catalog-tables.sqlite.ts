@@ -1,2 +1,2 @@
 // What drizzle-kit reads for the SQLite catalog migrations (it takes every table a file exports).
-export { liteCompiles, liteLeases, litePrograms } from "./catalog-schema.ts";
+export { liteCompiles, liteLeases, liteProbeFigures, litePrograms } from "./catalog-schema.ts";

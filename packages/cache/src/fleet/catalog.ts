@@ -1,6 +1,6 @@
 import { and, asc, eq, lt, sql } from "drizzle-orm";
 import type { CatalogConnection } from "./catalog-db.ts";
-import type { CatalogCompile, CatalogProgram } from "./catalog-schema.ts";
+import type { CatalogCompile, CatalogProbeFigures, CatalogProgram } from "./catalog-schema.ts";
 
 export type LeaseAttempt =
   | { readonly held: true; readonly token: string; readonly tookOverFrom: string | null }
@@ -112,6 +112,24 @@ export class Catalog {
       startedAt: Number(r.startedAt),
       finishedAt: r.finishedAt === null ? null : Number(r.finishedAt),
     }));
+  }
+
+  /** Every program's shared probe figures (a few rows per program: read once at open). */
+  async probeFigures(): Promise<CatalogProbeFigures[]> {
+    const { db, tables } = this.conn;
+    const rows = await db.select().from(tables.probeFigures);
+    return rows.map((r) => ({
+      ...r,
+      scratchBytes: Number(r.scratchBytes),
+      weightBytes: Number(r.weightBytes),
+      measuredAt: Number(r.measuredAt),
+    }));
+  }
+
+  async putProbeFigures(row: CatalogProbeFigures): Promise<void> {
+    const { db, tables } = this.conn;
+    const { key: _key, ...set } = row;
+    await db.insert(tables.probeFigures).values(row).onConflictDoUpdate({ target: tables.probeFigures.key, set });
   }
 
   async #lease(key: string): Promise<{ holder: string; token: string; expiresInMs: number } | null> {

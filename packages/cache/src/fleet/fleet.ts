@@ -5,7 +5,7 @@ import type { WarningSink } from "../warnings.ts";
 import { type BlobStore, openBlobStore } from "./blob-store.ts";
 import { Catalog } from "./catalog.ts";
 import { openCatalogDb } from "./catalog-db.ts";
-import type { CatalogProgram } from "./catalog-schema.ts";
+import type { CatalogProbeFigures, CatalogProgram } from "./catalog-schema.ts";
 
 export interface FleetOptions {
   /** `sqlite` (a catalog file in the state directory: workers of one host) or a postgres:// URL. */
@@ -64,10 +64,16 @@ export function programKey(key: Pick<EntryKey, "partition" | "entry">): string {
   return `${key.partition}/${key.entry}`;
 }
 
+/** A string with every `<bundle>/.cache/<partition>/<entry>` path replaced by the program's key. */
+export function portable(text: string): string {
+  return text.replace(/[^|#\s]*\/\.cache\/([^/|#\s]+\/[^/|#\s]+\.xprog)/g, "$1");
+}
+
 /**
  * The fleet's side of the program cache: one compile per program across every worker. A
  * worker missing a program locally looks it up in the catalog; if it is there, the blob is
- * fetched and checked (catalog checksum, then every check of a local entry); if not, the worker
+ * fetched and checked (its size against the catalog, then every check of a local entry: header
+ * and payload checksums, identity, source and options hashes); if not, the worker
  * takes the program's lease, compiles, stores the blob, publishes it and lets go. Others wait
  * for the result meanwhile, and take the lease over once it lapses (its holder died), so no
  * one waits on a dead worker. A blob that fails its checks is dropped and rebuilt once, never
@@ -86,6 +92,9 @@ export class ProgramFleet {
   readonly leaseMs: number;
   readonly pollMs: number;
 
+  readonly #probe = new Map<string, CatalogProbeFigures>();
+  #probeShareFailed = false;
+
   private constructor(
     readonly catalog: Catalog,
     readonly store: BlobStore,
@@ -99,7 +108,43 @@ export class ProgramFleet {
   static async open(opts: FleetOptions, stateDir: string, warn: WarningSink): Promise<ProgramFleet> {
     const store = openBlobStore(opts.store, opts.env);
     const conn = await openCatalogDb(opts.catalog, stateDir);
-    return new ProgramFleet(new Catalog(conn, opts.holder ?? `${hostname()}:${process.pid}`), store, warn, opts);
+    const fleet = new ProgramFleet(new Catalog(conn, opts.holder ?? `${hostname()}:${process.pid}`), store, warn, opts);
+    // The probe figures are read once, here: the memory probe asks for them synchronously.
+    for (const row of await fleet.catalog.probeFigures()) fleet.#probe.set(row.key, row);
+    return fleet;
+  }
+
+  /** The fleet's probe figures for a worker's probe key, under exactly that identity; else null. */
+  probeFigures(
+    key: string,
+    identity: string,
+  ): { scratchBytes: number; weightBytes: number; measuredAt: number } | null {
+    const row = this.#probe.get(portable(key));
+    return row && row.identity === portable(identity) ? row : null;
+  }
+
+  /** Shares figures this worker measured (in the background: a failure only costs a probe). */
+  shareProbeFigures(
+    key: string,
+    f: { identity: string; scratchBytes: number; weightBytes: number; measuredAt: number },
+  ): void {
+    const row = {
+      key: portable(key),
+      identity: portable(f.identity),
+      scratchBytes: Math.round(f.scratchBytes),
+      weightBytes: Math.round(f.weightBytes),
+      measuredAt: f.measuredAt,
+    };
+    this.#probe.set(row.key, row);
+    this.catalog.putProbeFigures(row).catch((e: Error) => {
+      if (this.#probeShareFailed) return;
+      this.#probeShareFailed = true;
+      this.warn({
+        kind: "fleet-unavailable",
+        code: "UNAVAILABLE",
+        message: `could not share probe figures with the fleet: ${e.message}`,
+      });
+    });
   }
 
   get where(): string {
@@ -194,10 +239,12 @@ export class ProgramFleet {
   async #fetch(program: CatalogProgram, check: EntryCheck, label: string): Promise<Uint8Array | null> {
     const bytes = await this.store.get(program.blob);
     let why: string | null;
+    // The entry's own checksums (header, and payload: nearly all of the blob) prove it intact,
+    // so the blob is not hashed a second time against the catalog's sha256 here; that sha256
+    // names the blob and is what an audit of the store compares.
     if (!bytes) why = "missing from the store";
     else if (bytes.length !== Number(program.sizeBytes))
       why = `size ${bytes.length}, catalog says ${program.sizeBytes}`;
-    else if (sha256Hex(bytes) !== program.blobSha256) why = "checksum differs from the catalog's";
     else why = check(bytes);
     if (!why) {
       this.counters.fetches++;
