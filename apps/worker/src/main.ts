@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 /**
- * The xlaserve CLI: serve | compile <repo> | cache ls | cache verify | cache prune --max-bytes N.
+ * The xlaserve CLI: serve | node | compile <repo> | profile <bundle> | cache ls | cache verify |
+ * cache prune --max-bytes N.
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -14,6 +15,7 @@ import { type WorkerOverrides, resolveWorkerConfig, startWorker } from "./index.
 import type { RuntimeModel } from "./model/runtime-model.ts";
 import { NODE_HELP, runNode } from "./node/node-command.ts";
 import { stopWithParent } from "./node/parent-death.ts";
+import { PROFILE_HELP, runProfile } from "./profile/profile-command.ts";
 
 export const HELP = `xlaserve: an inference worker for XLA-compiled models (KServe v2 / Open Inference Protocol)
 
@@ -23,6 +25,8 @@ Usage:
                                            restarted when they die, drained on SIGTERM
                                            (xlaserve node --help)
   xlaserve compile <repository> [options]  compile every program of every bundle into the cache
+  xlaserve profile <bundle> [--batch N]    time per op kind and per op of one program on the CPU
+                                           engine (xlaserve profile --help)
   xlaserve cache ls [options]              list the program cache's entries
   xlaserve cache verify [options]          check every entry; remove the bad ones
   xlaserve cache prune --max-bytes N       remove least recently hit entries down to N bytes
@@ -268,6 +272,13 @@ export async function main(argv: readonly string[]): Promise<number | null> {
       return 0;
     }
     return runNode(argv.slice(1));
+  }
+  if (argv[0] === "profile") {
+    if (argv.includes("--help") || argv.includes("-h")) {
+      process.stdout.write(PROFILE_HELP);
+      return 0;
+    }
+    return runProfile(argv.slice(1));
   }
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
   try {

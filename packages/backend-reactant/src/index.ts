@@ -7,3 +7,4 @@ export { Program, CompiledFunction, type OpTime, type ProgramOptions } from "./p
 export { Arena } from "./plan/arena.ts";
 export { PLAN_FORMAT_VERSION, serializeModule, deserializeModule } from "./plan/serialize.ts";
 export { runConformanceText, familyOf, type CaseResult } from "./conformance/run-file.ts";
+export { profileBundle, profileExecution, type BundleProfile, type Profile, type ProfileOptions } from "./profile.ts";

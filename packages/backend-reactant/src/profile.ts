@@ -1,7 +1,7 @@
-import type { HostTensor } from "@xlaserve/core";
-import { uploadAll } from "@xlaserve/core";
+import { type HostTensor, XlaserveError, loadBundle, uploadAll, zeros } from "@xlaserve/core";
 import { SourceText } from "@xlaserve/stablehlo/parser/lexer.ts";
 import { createReactantBackend } from "./backend.ts";
+import { referenceCase } from "./conformance/bundle-case.ts";
 import { type Step, StepTimes } from "./plan/program.ts";
 
 /**
@@ -118,3 +118,54 @@ function describe(step: Step, lineOf: (offset: number) => number): string {
 const round = (x: number) => Math.round(x * 1e4) / 1e4;
 const fixed = (x: number) => x.toFixed(3);
 const pct = (x: number) => `${(x * 100).toFixed(1).padStart(5)}%`;
+
+export interface BundleProfile extends Profile {
+  readonly model: string;
+  readonly batch: number;
+  readonly module: string;
+  /** "reference": the inputs stored in reference.safetensors; "zeros": zeros of the @main shapes. */
+  readonly inputs: "reference" | "zeros";
+}
+
+/**
+ * Profiles one program of the bundle at `dir`: the module of `batch` (default the smallest
+ * compiled size) on the bundle's reference inputs where it stores them, else zeros.
+ */
+export async function profileBundle(
+  dir: string,
+  options: ProfileOptions & { readonly batch?: number } = {},
+): Promise<BundleProfile> {
+  const bundle = await loadBundle(dir);
+  const sizes = [...bundle.manifest.compiledBatchSizes].sort((a, b) => a - b);
+  const batch = options.batch ?? sizes[0] ?? 1;
+  const module =
+    bundle.modules.find((m) => m.batchSize === batch && (m.variant === null || m.variant === 0)) ??
+    bundle.modules.find((m) => m.batchSize === null);
+  if (!module) {
+    throw new XlaserveError(
+      "INVALID_ARGUMENT",
+      `${bundle.name} has no program for batch ${batch} (compiled: ${sizes.join(", ")})`,
+    );
+  }
+  if (module.format !== "text") {
+    throw new XlaserveError("UNSUPPORTED", `${module.file} is MLIR bytecode; the CPU engine profiles StableHLO text`);
+  }
+  let inputs: HostTensor[];
+  let source: BundleProfile["inputs"] = "reference";
+  try {
+    inputs = referenceCase(bundle, batch).inputs;
+  } catch {
+    source = "zeros";
+    const n = bundle.manifest.executableInputs.length;
+    const sig = module.signature?.args.slice(0, n) ?? [];
+    if (sig.length !== n)
+      throw new XlaserveError("MODULE_INVALID", `${module.file}: no @main signature to make inputs from`);
+    inputs = sig.map((a) => zeros(a.dtype, a.shape));
+  }
+  const weights = bundle.weights.argumentOrder.map((name) => bundle.weights.tensor(name));
+  const profile = await profileExecution(await module.read(), [...inputs, ...weights], {
+    ...options,
+    origin: module.path,
+  });
+  return { model: bundle.name, batch, module: module.file, inputs: source, ...profile };
+}

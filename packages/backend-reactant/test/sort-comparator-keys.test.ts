@@ -114,3 +114,30 @@ describe("sort comparators recognised as one key give the region's order", () =>
     }
   });
 });
+
+describe("a sort read only through prefix slices (top_k) selects the first K", () => {
+  const topK = (k: number, alsoFull: boolean, type: string) => `
+func.func @main(%x: tensor<2x${N}x${type}>, %i: tensor<2x${N}xi32>) -> (tensor<2x${k}x${type}>, tensor<2x${k}xi32>${alsoFull ? `, tensor<2x${N}xi32>` : ""}) {
+  %r:2 = "stablehlo.sort"(%x, %i) <{dimension = 1 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<${type}>, %b: tensor<${type}>, %c: tensor<i32>, %d: tensor<i32>):
+    %k = stablehlo.compare GT, %a, %b, ${type === "f32" ? "TOTALORDER" : "SIGNED"} : (tensor<${type}>, tensor<${type}>) -> tensor<i1>
+    stablehlo.return %k : tensor<i1>
+  }) : (tensor<2x${N}x${type}>, tensor<2x${N}xi32>) -> (tensor<2x${N}x${type}>, tensor<2x${N}xi32>)
+  %v = stablehlo.slice %r#0 [0:2, 0:${k}] : (tensor<2x${N}x${type}>) -> tensor<2x${k}x${type}>
+  %j = stablehlo.slice %r#1 [0:2, 0:${k}] : (tensor<2x${N}xi32>) -> tensor<2x${k}xi32>
+  return %v, %j${alsoFull ? ", %r#1" : ""} : tensor<2x${k}x${type}>, tensor<2x${k}xi32>${alsoFull ? `, tensor<2x${N}xi32>` : ""}
+}`;
+  for (const [type, k] of [
+    ["f32", 7],
+    ["f32", 1],
+    ["i32", 16],
+  ] as const) {
+    test(`${type}, k = ${k}: the same values and indices as the full sort, ties in index order`, () => {
+      const x = input(type);
+      const [sv, si] = run(topK(k, false, type), x);
+      const [fv, fi] = run(topK(k, true, type), x);
+      expect(Array.from((si as NDArray).data as Int32Array)).toEqual(Array.from((fi as NDArray).data as Int32Array));
+      expect(new Uint8Array((sv as NDArray).data.buffer)).toEqual(new Uint8Array((fv as NDArray).data.buffer));
+    });
+  }
+});

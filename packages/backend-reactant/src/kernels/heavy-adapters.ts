@@ -2,7 +2,7 @@ import type { NDArray } from "../array.ts";
 import type { Attr, AttrObject, Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
 import { type Arena, dataTaker } from "../plan/arena.ts";
-import { type Kernel, type KernelTools, runBlock } from "../plan/program.ts";
+import { type Kernel, type KernelTools, type PrefixSortKernel, runBlock } from "../plan/program.ts";
 import { convolution } from "./heavy/convolution.ts";
 import { dotGeneralFor } from "./heavy/dot-general.ts";
 import { type FftType, fft } from "./heavy/fft.ts";
@@ -181,7 +181,7 @@ export function sortKernel(op: Op, tools: KernelTools): Kernel {
   const comparator = regionInfoFor(block, region);
   const key = comparatorKey(region);
   const fastKey = key ? { operand: key.operand, descending: key.descending, totalOrder: key.totalOrder } : null;
-  return (args, frame) => {
+  const kernel: PrefixSortKernel = (args, frame) => {
     const rank = (args[0] as NDArray).shape.length;
     const axis = dimension < 0 ? dimension + rank : dimension;
     if (!key || !fastKey) return sort(args as NDArray[], axis, comparator(frame), { isStable });
@@ -189,17 +189,20 @@ export function sortKernel(op: Op, tools: KernelTools): Kernel {
     if (key.keyOps.length > 0) {
       if (!keyBlock) throw new Error("sort: the plan has no key region for its comparator");
       // The key function once over each whole operand (the plan's extra region, extraRegions).
-      keys = runBlock(
-        keyBlock,
-        frame,
-        (args as NDArray[]).flatMap((a) => [a, a]),
-      )[0] as NDArray;
+      keys = runBlock(keyBlock, frame, (args as NDArray[]).flatMap((a) => [a, a]))[0] as NDArray;
     }
     // A plain float < with NaNs is no strict weak order: the answer then depends on the sorting
     // algorithm, so such a sort stays on the region path it always took.
     if (!fastKey.totalOrder && hasNaN(keys)) return sort(args as NDArray[], axis, comparator(frame), { isStable });
-    return sort(args as NDArray[], axis, comparator(frame), { isStable, fastKey, keys });
+    const prefix = kernel.sortedPrefix;
+    return sort(args as NDArray[], axis, comparator(frame), {
+      isStable,
+      fastKey,
+      keys,
+      ...(prefix !== undefined ? { prefix } : {}),
+    });
   };
+  return kernel;
 }
 
 function hasNaN(a: NDArray): boolean {

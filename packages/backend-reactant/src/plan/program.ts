@@ -201,6 +201,43 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
   }
 }
 
+/** A sort kernel that may be told only the first `sortedPrefix` positions of each line are read. */
+export interface PrefixSortKernel extends Kernel {
+  sortedPrefix?: number;
+}
+
+/**
+ * Sorts whose every result is read only through slices of the first K positions along the sorted
+ * dimension (top_k as JAX lowers it: a full sort, then slices [0:k]) need only those K in order:
+ * their kernel is told K, and selects instead of sorting everything.
+ */
+function markSortedPrefixes(steps: Step[], stepUses: number[][], resultSlots: number[]): void {
+  const results = new Set(resultSlots);
+  steps.forEach((step, i) => {
+    if (step.op.name !== "stablehlo.sort") return;
+    const outs = new Set(step.outputs);
+    if (step.outputs.some((o) => results.has(o))) return;
+    const rank = (step.op.resultTypes[0] as { shape?: number[] } | undefined)?.shape?.length ?? 0;
+    const dim = Number(step.op.attrs.dimension ?? -1);
+    const axis = dim < 0 ? dim + rank : dim;
+    let prefix = 0;
+    for (let j = i + 1; j < steps.length; j++) {
+      const uses = stepUses[j] as number[];
+      if (!uses.some((u) => outs.has(u))) continue;
+      const reader = steps[j] as Step;
+      const a = reader.op.attrs;
+      const start = Array.isArray(a.start_indices) ? (a.start_indices as unknown[]).map(Number) : null;
+      const limit = Array.isArray(a.limit_indices) ? (a.limit_indices as unknown[]).map(Number) : null;
+      const strides = Array.isArray(a.strides) ? (a.strides as unknown[]).map(Number) : null;
+      // Only a slice reading one sort output from position 0 along the sorted axis.
+      if (reader.op.name !== "stablehlo.slice" || uses.length !== 1 || !start || !limit) return;
+      if (start[axis] !== 0 || (strides && strides[axis] !== 1)) return;
+      prefix = Math.max(prefix, limit[axis] as number);
+    }
+    if (prefix > 0) (step.kernel as PrefixSortKernel).sortedPrefix = prefix;
+  });
+}
+
 /** Regions the plan adds to an op: a sort's key function, where its comparator orders by one key. */
 function extraRegions(op: Op): Region[] {
   if (op.name !== "stablehlo.sort" || op.regions.length !== 1) return [];
@@ -349,6 +386,7 @@ class FunctionCompiler {
     const steps: Step[] = [];
     const stepUses: number[][] = [];
     const resultSlots = this.ops(ops, scope, steps, stepUses) ?? [];
+    markSortedPrefixes(steps, stepUses, resultSlots);
     const useCount = new Map<number, number>();
     for (const u of [...stepUses.flat(), ...resultSlots]) useCount.set(u, (useCount.get(u) ?? 0) + 1);
     const fused = this.fuse ? fuseSteps(steps, stepUses, useCount) : { steps, uses: stepUses };

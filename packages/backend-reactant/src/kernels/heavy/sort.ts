@@ -6,7 +6,7 @@
  * called at all; otherwise large sorts use the batched network (sort-network.ts) and small
  * ones a merge sort calling the region per comparison.
  */
-import { type NDArray, type RegionInfo, type Scalar, slotsPerElement, strides } from "../../array.ts";
+import { type NDArray, type RegionInfo, type Scalar, type TypedArray, slotsPerElement, strides } from "../../array.ts";
 import { type ScalarReader, scalarReader } from "./element-io.ts";
 import { invalid } from "./errors.ts";
 import { bitExact, sameKind } from "./permute.ts";
@@ -28,6 +28,11 @@ export interface SortOptions {
   readonly fastKey?: SortFastKey;
   /** The key values fastKey orders by, where they are not the operand itself (a mapped key). */
   readonly keys?: NDArray;
+  /**
+   * Only the first `prefix` positions of each line are read (the plan saw only slices of them):
+   * with a fast key they are selected in order, the rest of each line left unspecified.
+   */
+  readonly prefix?: number;
 }
 
 const OP = "sort";
@@ -81,60 +86,175 @@ export function sort(
   const networkOrders = useNetwork
     ? networkSortOrders(inputs, comparator, lines, length, (line, position) => lineBase(line) + position * stride)
     : null;
-  const packed = options.fastKey
-    ? packedKeys(options.keys ?? inputs[options.fastKey.operand], options.fastKey, length)
-    : null;
-  const scratch = packed ? new Float64Array(length) : null;
-  const packedOrder = new Int32Array(packed ? length : 0);
+  const packed = options.fastKey ? radixKeys(options.keys ?? inputs[options.fastKey.operand], options.fastKey) : null;
+  const radix = packed ? new RadixScratch(length) : null;
+  // Selecting the first K by a heap pays off while K is a small part of the line.
+  const selectCount = options.prefix !== undefined && options.prefix * 8 <= length ? options.prefix : length;
   for (let line = 0; line < lines; line++) {
     const base = lineBase(line);
     let order: Int32Array;
     if (networkOrders) order = networkOrders.subarray(line * length, (line + 1) * length);
-    else if (packed && scratch) {
-      // (key, position) packed into one exactly representable number: a native numeric sort
-      // gives the stable order, ties broken by position.
-      for (let i = 0; i < length; i++) scratch[i] = (packed[base + i * stride] as number) * POSITIONS + i;
-      scratch.sort();
-      for (let i = 0; i < length; i++) packedOrder[i] = (scratch[i] as number) % POSITIONS;
-      order = packedOrder;
+    else if (packed && radix) {
+      for (let i = 0; i < length; i++) radix.keys[i] = packed[base + i * stride] as number;
+      order = selectCount < length ? radix.smallest(selectCount) : radix.sort();
     } else order = stableSortIndices(length, (b, a) => before(base + b * stride, base + a * stride));
     for (const move of moves) {
       const q = move.from.slots;
-      const src = move.from.view as unknown as { [i: number]: unknown };
-      const dst = move.to as unknown as { [i: number]: unknown };
-      for (let i = 0; i < length; i++) {
-        const from = (base + (order[i] as number) * stride) * q;
-        const to = (base + i * stride) * q;
-        for (let s = 0; s < q; s++) dst[to + s] = src[from + s];
+      if (q === 1 && stride === 1) gatherRun(move.from.view, move.to, base, order, length);
+      else {
+        const src = move.from.view as unknown as { [i: number]: unknown };
+        const dst = move.to as unknown as { [i: number]: unknown };
+        for (let i = 0; i < length; i++) {
+          const from = (base + (order[i] as number) * stride) * q;
+          const to = (base + i * stride) * q;
+          for (let s = 0; s < q; s++) dst[to + s] = src[from + s];
+        }
       }
     }
   }
   return results;
 }
 
-/** Positions per line a packed key leaves room for; keys take the 33 bits above. */
-const POSITIONS = 2 ** 20;
+/** dst[base + i] = src[base + order[i]]: one contiguous line of one-slot elements. */
+function gatherRun(src: TypedArray, dst: TypedArray, base: number, order: Int32Array, length: number): void {
+  const from = src as Int32Array;
+  const to = dst as Int32Array;
+  for (let i = 0; i < length; i++) to[base + i] = from[base + (order[i] as number)] as number;
+}
 
 /**
- * Keys as non-negative integers below 2^33 whose ascending order is the sort's order, where the
- * order is total (TOTALORDER floats, integers up to 32 bits): null otherwise (the merge sort then
- * asks the same question as the region, NaNs included).
+ * Keys as unsigned 32-bit integers whose ascending order is the sort's order, where that order is
+ * total (TOTALORDER floats, integers up to 32 bits): null otherwise (the merge sort then asks the
+ * same question as the region, NaNs included).
  */
-function packedKeys(keyed: NDArray | undefined, fastKey: SortFastKey, length: number): Float64Array | null {
-  if (!keyed || length > POSITIONS) return null;
+function radixKeys(keyed: NDArray | undefined, fastKey: SortFastKey): Uint32Array | null {
+  if (!keyed) return null;
   const t = keyed.type;
   const float = t === "f32" || t === "f16" || t === "bf16";
-  const int = /^u?i(1|8|16|32)$/.test(t);
-  if (!(float && fastKey.totalOrder) && !int) return null;
+  const signed = /^i(8|16|32)$/.test(t);
+  if (!(float && fastKey.totalOrder) && !signed && !/^(i1|ui8|ui16|ui32)$/.test(t)) return null;
   const { primary } = sortKeys(keyed, fastKey.totalOrder);
-  // Every such key lies in [-2^31, 2^32): shifted by 2^31 it fits 33 bits.
-  const top = 2 ** 33 - 1;
-  const out = new Float64Array(primary.length);
+  const out = new Uint32Array(primary.length);
+  const shift = signed ? 2 ** 31 : 0;
   for (let i = 0; i < primary.length; i++) {
-    const u = (primary[i] as number) + 2 ** 31;
-    out[i] = fastKey.descending ? top - u : u;
+    const u = (primary[i] as number) + shift;
+    out[i] = fastKey.descending ? 0xffffffff - u : u;
   }
   return out;
+}
+
+/**
+ * A stable LSD radix sort of one line's u32 keys, a byte per pass (passes where every key has
+ * the same byte are skipped): the order of positions, ties in position order.
+ */
+class RadixScratch {
+  readonly keys: Uint32Array;
+  private readonly otherKeys: Uint32Array;
+  private readonly order: Int32Array;
+  private readonly otherOrder: Int32Array;
+  private readonly counts = new Int32Array(256);
+
+  constructor(readonly length: number) {
+    this.keys = new Uint32Array(length);
+    this.otherKeys = new Uint32Array(length);
+    this.order = new Int32Array(length);
+    this.otherOrder = new Int32Array(length);
+  }
+
+  sort(): Int32Array {
+    const n = this.length;
+    let keys = this.keys;
+    let order = this.order;
+    let nextKeys = this.otherKeys;
+    let nextOrder = this.otherOrder;
+    for (let i = 0; i < n; i++) order[i] = i;
+    const counts = this.counts;
+    for (let shift = 0; shift < 32; shift += 8) {
+      counts.fill(0);
+      for (let i = 0; i < n; i++) {
+        const b = ((keys[i] as number) >>> shift) & 255;
+        counts[b] = (counts[b] as number) + 1;
+      }
+      if (counts[((keys[0] as number) >>> shift) & 255] === n) continue;
+      let sum = 0;
+      for (let b = 0; b < 256; b++) {
+        const c = counts[b] as number;
+        counts[b] = sum;
+        sum += c;
+      }
+      for (let i = 0; i < n; i++) {
+        const k = keys[i] as number;
+        const b = (k >>> shift) & 255;
+        const at = counts[b] as number;
+        counts[b] = at + 1;
+        nextKeys[at] = k;
+        nextOrder[at] = order[i] as number;
+      }
+      [keys, nextKeys] = [nextKeys, keys];
+      [order, nextOrder] = [nextOrder, order];
+    }
+    return order;
+  }
+
+  /**
+   * The positions of the `count` smallest (key, position) pairs, in order, in the first `count`
+   * entries of the result (the rest unspecified): a max-heap of the best so far, which a later
+   * position with an equal key never enters, so ties keep position order as the stable sort does.
+   */
+  smallest(count: number): Int32Array {
+    const keys = this.keys;
+    const heapKeys = this.otherKeys;
+    const heapPos = this.otherOrder;
+    const larger = (a: number, b: number) =>
+      (heapKeys[a] as number) > (heapKeys[b] as number) ||
+      (heapKeys[a] === heapKeys[b] && (heapPos[a] as number) > (heapPos[b] as number));
+    const swap = (a: number, b: number) => {
+      const k = heapKeys[a] as number;
+      heapKeys[a] = heapKeys[b] as number;
+      heapKeys[b] = k;
+      const p = heapPos[a] as number;
+      heapPos[a] = heapPos[b] as number;
+      heapPos[b] = p;
+    };
+    const siftDown = (size: number) => {
+      let at = 0;
+      for (;;) {
+        const l = 2 * at + 1;
+        const r = l + 1;
+        let big = at;
+        if (l < size && larger(l, big)) big = l;
+        if (r < size && larger(r, big)) big = r;
+        if (big === at) return;
+        swap(at, big);
+        at = big;
+      }
+    };
+    for (let i = 0; i < count; i++) {
+      heapKeys[i] = keys[i] as number;
+      heapPos[i] = i;
+      for (let at = i; at > 0; ) {
+        const up = (at - 1) >> 1;
+        if (!larger(at, up)) break;
+        swap(at, up);
+        at = up;
+      }
+    }
+    for (let i = count; i < this.length; i++) {
+      const k = keys[i] as number;
+      if (k >= (heapKeys[0] as number)) continue;
+      heapKeys[0] = k;
+      heapPos[0] = i;
+      siftDown(count);
+    }
+    // Heap order to sorted order: pop the largest to the back.
+    const order = this.order;
+    for (let size = count; size > 0; size--) {
+      order[size - 1] = heapPos[0] as number;
+      swap(0, size - 1);
+      siftDown(size - 1);
+    }
+    return order;
+  }
 }
 
 function keyOrder(keyed: NDArray | undefined, fastKey: SortFastKey): (b: number, a: number) => boolean {
