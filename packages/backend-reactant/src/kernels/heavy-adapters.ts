@@ -189,7 +189,11 @@ export function sortKernel(op: Op, tools: KernelTools): Kernel {
     if (key.keyOps.length > 0) {
       if (!keyBlock) throw new Error("sort: the plan has no key region for its comparator");
       // The key function once over each whole operand (the plan's extra region, extraRegions).
-      keys = runBlock(keyBlock, frame, (args as NDArray[]).flatMap((a) => [a, a]))[0] as NDArray;
+      keys = runBlock(
+        keyBlock,
+        frame,
+        (args as NDArray[]).flatMap((a) => [a, a]),
+      )[0] as NDArray;
     }
     // A plain float < with NaNs is no strict weak order: the answer then depends on the sorting
     // algorithm, so such a sort stays on the region path it always took.
