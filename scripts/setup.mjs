@@ -46,11 +46,30 @@ function ensureOpenBlas() {
   }
 }
 
+// The status page's browser test drives Debian's chromium; it skips, saying why, without it.
+function ensureChromium() {
+  if (existsSync("/usr/bin/chromium")) return;
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot || !existsSync("/usr/bin/apt-get")) {
+    log("chromium not found and cannot install it (needs root and apt-get): the status page's browser test will skip");
+    return;
+  }
+  log("installing chromium from Debian's packages (for the status page's browser test)");
+  try {
+    run(
+      "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null)",
+    );
+  } catch {
+    log("chromium install failed: the status page's browser test will skip");
+  }
+}
+
 if (!packagesInstalled()) {
   log("installing workspace packages with npm (Bun included)");
   run(existsSync(join(root, "package-lock.json")) ? "npm ci --no-audit --no-fund" : "npm install --no-audit --no-fund");
 }
 ensureOpenBlas();
+ensureChromium();
 
 // The fleet catalog's PostgreSQL tests connect to this cluster; they skip, saying why, without it.
 try {

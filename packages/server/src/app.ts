@@ -13,6 +13,7 @@ import { repositoryController } from "./repository/controller.ts";
 import { sharedMemoryController } from "./shared-memory/controller.ts";
 import { SharedMemoryRegistry } from "./shared-memory/registry.ts";
 import { statsController } from "./stats/controller.ts";
+import { statusController } from "./status/controller.ts";
 
 /**
  * The worker's HTTP API: KServe v2 / Open Inference Protocol with Triton's binary tensor data,
@@ -66,7 +67,8 @@ export function createServerApp(options: ServerAppOptions) {
     .use(statsController(registry, metrics.requestBook))
     .use(repositoryController(registry, { authToken: config.authToken, maxBodyBytes }, logger))
     .use(sharedMemoryController(sharedMemory, maxBodyBytes))
-    .use(metricsController(metrics));
+    .use(metricsController(metrics))
+    .use(statusController(registry, metrics, config.readiness ?? "strict"));
 }
 
 export type ServerApp = ReturnType<typeof createServerApp>;

@@ -17,6 +17,7 @@ export class Metrics {
   constructor() {
     // process_* (CPU seconds, resident memory, open files, start time) and the runtime's own.
     collectDefaultMetrics({ register: this.registry });
+    this.shed.labels(); // 0 until a request is shed, rather than absent
   }
 
   /**
