@@ -13,6 +13,10 @@ export function registryHooks(metrics: Metrics, extra: WorkerGauges): RegistryHo
     },
     weightEvict: (model) => metrics.weightEvicts.inc({ model }),
     programLoaded: (model, p) => {
+      // Every model has all four series, at 0 until they count (a hit ratio needs both sides).
+      for (const c of [metrics.cacheHits, metrics.cacheLoads, metrics.cacheMisses, metrics.cacheCompiles]) {
+        c.inc({ model }, 0);
+      }
       if (p.outcome === "hit") {
         metrics.cacheHits.inc({ model });
         metrics.cacheLoads.inc({ model });
