@@ -160,8 +160,11 @@ describe("deploy/kserve", () => {
     expect(rt.spec.protocolVersions).toEqual(["v2", "grpc-v2"]);
     const c = rt.spec.containers[0];
     expect(c.readinessProbe.httpGet).toEqual({ path: "/v2/health/ready", port: 8080 });
-    expect(c.args).toEqual(expect.arrayContaining(["--repository=/mnt/models", "--port=8080"]));
-    expect(c.ports[0].containerPort).toBe(8080);
+    expect(c.args).toEqual(expect.arrayContaining(["--repository=/mnt/models", "--port=8080", "--grpc-port=8081"]));
+    expect(c.ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort])).toEqual([
+      ["http1", 8080],
+      ["h2c", 8081],
+    ]);
     expect(rt.spec.annotations["prometheus.kserve.io/port"]).toBe("8080");
     expect(rt.spec.annotations["prometheus.kserve.io/path"]).toBe("/metrics");
     const isvc = read("kserve/inference-service.yaml");

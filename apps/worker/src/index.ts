@@ -126,7 +126,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     serverInfo,
     hooks: registryHooks(metrics, extra),
   });
-  metrics.onScrape(() => scrapeWorkerFigures(metrics, extra, backend, registry));
+  metrics.onScrape(() => scrapeWorkerFigures(metrics, extra, backend, registry, cache?.fleet?.counters ?? null));
   let listening: RunningServer | null = null;
   registerReactantServerSeries(metrics, http.Gauge, {
     registry,

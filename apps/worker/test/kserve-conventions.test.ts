@@ -2,10 +2,10 @@ import { expect, test } from "bun:test";
 import { resolveWorkerConfig } from "../src/index.ts";
 import { fleetOptions } from "../src/start/fleet-options.ts";
 
-test("under KServe (STORAGE_URI set) the worker serves /mnt/models on 0.0.0.0:8080 by default", () => {
+test("under KServe (STORAGE_URI set) the worker serves /mnt/models on 0.0.0.0:8080 (gRPC 8081) by default", () => {
   const config = resolveWorkerConfig({ env: { STORAGE_URI: "s3://models/mlp" } });
   expect(config.repository.path).toBe("/mnt/models");
-  expect(config.server).toMatchObject({ host: "0.0.0.0", port: 8080 });
+  expect(config.server).toMatchObject({ host: "0.0.0.0", port: 8080, grpcPort: 8081 });
   expect(resolveWorkerConfig({ env: { STORAGE_URI: "gs://m", PORT: "9001" } }).server.port).toBe(9001);
 });
 

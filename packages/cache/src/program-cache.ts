@@ -42,7 +42,7 @@ export interface ProgramCacheOptions {
    * The fleet already being opened (ProgramFleet.open, started early so its connection overlaps
    * the engine's start); used in place of `fleet`.
    */
-  readonly fleetOpening?: Promise<ProgramFleet>;
+  readonly fleetOpening?: Promise<ProgramFleet | null>;
 }
 
 /**

@@ -16,7 +16,7 @@ export async function openPrograms(
   config: Config,
   backend: AbstractBackend,
   log: Logger,
-  fleetOpening: Promise<ProgramFleet> | null = openFleet(config, log),
+  fleetOpening: Promise<ProgramFleet | null> | null = openFleet(config, log),
 ): Promise<{ programs: ProgramSource; cache: ProgramCache | null }> {
   const options = compileOptionsOf(config);
   if (!config.cache.enabled) {
@@ -83,14 +83,20 @@ const cacheWarnings = (log: Logger) => (w: { kind: string; message: string }) =>
 
 /**
  * Starts connecting to the fleet's catalog (when cache.store is set), so the connection and the
- * catalog's schema check overlap the engine's start; openPrograms waits for it.
+ * catalog's schema check overlap the engine's start; openPrograms waits for it. A catalog or
+ * store that cannot be opened does not stop the worker: it says so and serves with a cache of its
+ * own (compiling what it lacks), so a database outage never keeps new pods from serving.
  */
-export function openFleet(config: Config, log: Logger): Promise<ProgramFleet> | null {
+export function openFleet(config: Config, log: Logger): Promise<ProgramFleet | null> | null {
   const fleet = config.cache.enabled ? fleetOptions(config) : undefined;
   if (!fleet) return null;
-  const opening = ProgramFleet.open(fleet, resolve(config.cache.stateDir), cacheWarnings(log));
-  opening.catch(() => {}); // awaited (and its error thrown) by openPrograms
-  return opening;
+  return ProgramFleet.open(fleet, resolve(config.cache.stateDir), cacheWarnings(log)).catch((e: Error) => {
+    log.error("fleet cache unavailable: this worker compiles and caches its programs on its own", {
+      error: e.message,
+      store: fleet.store,
+    });
+    return null;
+  });
 }
 
 /** The program cache's index as the registry's store of probe figures. */

@@ -1,3 +1,4 @@
+import type { FleetCounters } from "@xlaserve/cache";
 import type { AbstractBackend } from "@xlaserve/core";
 import type { Metrics } from "@xlaserve/server";
 import type { HttpModules } from "../http/http-modules.ts";
@@ -26,6 +27,12 @@ export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], 
     modelResident: perModel("worker_model_resident", "1 if the model's weights are device-resident, else 0"),
     modelPinned: perModel("worker_model_pinned", "1 if the model is pinned, else 0"),
     modelsLoaded: new Gauge({ name: "worker_models_loaded", help: "Number of loaded models", registers }),
+    fleetPrograms: new Gauge({
+      name: "worker_fleet_programs",
+      help: "Programs by what the fleet cache did since start: fetched (loaded from the shared store), published (compiled here), bad_blob (failed its checks, dropped), lease_wait, takeover (of a dead holder's lease), unavailable (compiled without the fleet)",
+      labelNames: ["event"] as const,
+      registers,
+    }),
     weightLoadSeconds: new Counter({
       name: "worker_weight_load_seconds_total",
       help: "Cumulative time spent loading weights to the device (seconds)",
@@ -43,7 +50,16 @@ export function scrapeWorkerFigures(
   extra: WorkerGauges,
   backend: AbstractBackend,
   registry: ModelRegistry,
+  fleet: FleetCounters | null = null,
 ): void {
+  if (fleet) {
+    extra.fleetPrograms.set({ event: "fetched" }, fleet.fetches);
+    extra.fleetPrograms.set({ event: "published" }, fleet.publishes);
+    extra.fleetPrograms.set({ event: "bad_blob" }, fleet.badBlobs);
+    extra.fleetPrograms.set({ event: "lease_wait" }, fleet.leaseWaits);
+    extra.fleetPrograms.set({ event: "takeover" }, fleet.takeovers);
+    extra.fleetPrograms.set({ event: "unavailable" }, fleet.unavailable);
+  }
   const dev = String(0);
   try {
     const m = backend.memoryStats();
