@@ -5,6 +5,7 @@ import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
 import type { Metrics, RunningServer } from "@xlaserve/server";
 import { grpcPortFor } from "./http/grpc.ts";
+import { assertPortFree } from "./start/http-threads.ts";
 import type { ServerInfo } from "@xlaserve/server/contract.ts";
 import { chooseEngine, createBackend } from "./engine/create-backend.ts";
 import { quietPort } from "./http/quiet-port.ts";
@@ -63,6 +64,8 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   const logger = overrides.logger ?? createLogger({ level: config.log.level, format: config.log.format });
   const log = logger.child({ component: "worker" });
   for (const warning of envWarnings(overrides.env ?? process.env)) log.warn(warning);
+  // A busy port is found now, not after every model has compiled and loaded.
+  if (config.server.port !== 0) assertPortFree(config.server.host, config.server.port);
 
   // The fleet's catalog connection opens while the engine starts.
   const fleetOpening = overrides.programs ? null : openFleet(config, log);

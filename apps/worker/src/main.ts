@@ -11,7 +11,9 @@ import { cacheLs, cachePrune, cacheVerify, precompileRepository } from "@xlaserv
 import { parseByteSize } from "@xlaserve/cache/cli/out.ts";
 import { formatBytes } from "./memory/budget.ts";
 import { chooseEngine, createBackend } from "./engine/create-backend.ts";
-import { type WorkerOverrides, resolveWorkerConfig, startWorker } from "./index.ts";
+import { COMMAND_HELP } from "./cli/command-help.ts";
+import { UsageError, badFlagValue, commandError, flagError, isUserError } from "./cli/user-errors.ts";
+import { WORKER_VERSION, type WorkerOverrides, resolveWorkerConfig, startWorker } from "./index.ts";
 import type { RuntimeModel } from "./model/runtime-model.ts";
 import { NODE_HELP, runNode } from "./node/node-command.ts";
 import { stopWithParent } from "./node/parent-death.ts";
@@ -78,11 +80,13 @@ Environment only:
                              the HTTP thread (default 50; 0 turns it off)
   XLASERVE_BLAS_THREADS=N    CPU engine: OpenBLAS threads (default: every core)
 
-Examples:
+Each command's own options: xlaserve <command> --help. xlaserve --version prints the version.
+
+Examples (npx runs the CLI from a checkout once npm start or npm run setup has installed it):
   npm start                                  # the examples on http://127.0.0.1:8000
-  bun apps/worker/src/main.ts serve --port 9000 --repository /srv/models
-  bun apps/worker/src/main.ts compile examples/models
-  bun apps/worker/src/main.ts cache prune --max-bytes 1G
+  npx xlaserve serve --port 9000 --repository /srv/models
+  npx xlaserve compile examples/models
+  npx xlaserve cache prune --max-bytes 1G
 `;
 
 const OPTIONS = {
@@ -117,8 +121,21 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
 
-function num(v: string | undefined): number | undefined {
-  return v === undefined ? undefined : Number(v);
+/** A byte size flag (2G, 500M, 1024), or a configuration error naming the flag. */
+function byteSizeFlag(flag: string, value: string): number {
+  try {
+    return parseByteSize(value);
+  } catch (err) {
+    throw badFlagValue(flag, value, (err as Error).message);
+  }
+}
+
+/** A numeric flag's value, or a configuration error naming the flag (not a silent NaN). */
+function num(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === "" || !Number.isFinite(n)) throw badFlagValue(flag, v, "expected a number");
+  return n;
 }
 
 /** Flags -> configuration overrides (validated by the core schema, with clear errors). */
@@ -126,16 +143,16 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
   const residency: Record<string, string> = {};
   for (const r of values.residency ?? []) {
     const [model, value] = r.split("=");
-    if (!model || !value) throw new Error(`--residency expects MODEL=pinned|device|host, got "${r}"`);
+    if (!model || !value) throw badFlagValue("residency", r, "expected MODEL=pinned|device|host");
     residency[model] = value;
   }
   const config: Record<string, unknown> = {
     engine: values.engine,
     pjrt: { plugin: values.plugin },
-    server: { authToken: values["auth-token"], httpThreads: num(values["http-threads"]) },
+    server: { authToken: values["auth-token"], httpThreads: num(values["http-threads"], "http-threads") },
     repository: {
       dynamic: values["no-watch"] ? false : undefined,
-      pollIntervalMs: num(values["poll-interval-ms"]),
+      pollIntervalMs: num(values["poll-interval-ms"], "poll-interval-ms"),
     },
     cache: {
       stateDir: values["state-dir"],
@@ -144,15 +161,15 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
       catalog: values["cache-catalog"],
     },
     memory: {
-      limitBytes: values["memory-limit"] ? parseByteSize(values["memory-limit"]) : undefined,
-      weightFraction: num(values["weight-fraction"]),
-      wiggle: num(values.wiggle),
+      limitBytes: values["memory-limit"] ? byteSizeFlag("memory-limit", values["memory-limit"]) : undefined,
+      weightFraction: num(values["weight-fraction"], "weight-fraction"),
+      wiggle: num(values.wiggle, "wiggle"),
       defaultResidency: values["default-residency"],
       residency: Object.keys(residency).length ? residency : undefined,
     },
     concurrency: {
-      perModel: num(values["per-model"]),
-      queueDepth: num(values["queue-depth"]),
+      perModel: num(values["per-model"], "per-model"),
+      queueDepth: num(values["queue-depth"], "queue-depth"),
       dynamicBatching: values["dynamic-batching"] ? true : undefined,
     },
     log: { level: values["log-level"], format: values["log-format"] },
@@ -160,9 +177,9 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
   return {
     configFile: values.config,
     repository: values.repository,
-    port: num(values.port),
+    port: num(values.port, "port"),
     host: values.host,
-    grpcPort: num(values["grpc-port"]),
+    grpcPort: num(values["grpc-port"], "grpc-port"),
     config: config as WorkerOverrides["config"],
   };
 }
@@ -212,6 +229,9 @@ async function serve(values: Values): Promise<void> {
 }
 
 async function compile(values: Values, repository: string | undefined): Promise<number> {
+  if (repository === undefined && values.repository === undefined) {
+    throw new UsageError(`compile needs a model repository: xlaserve compile <repository>\n\n${COMMAND_HELP.compile}`);
+  }
   const overrides = overridesFromFlags(values);
   const config = resolveWorkerConfig({ ...overrides, repository: repository ?? overrides.repository });
   const log = createLogger({ level: config.log.level, format: config.log.format });
@@ -227,6 +247,8 @@ async function compile(values: Values, repository: string | undefined): Promise<
       out: process.stdout,
       stateDir: resolve(config.cache.stateDir),
       loadBundle,
+      // --no-cache: what is cached is not used; every program is compiled and stored again.
+      recompile: values["no-cache"] === true,
     });
     return summary.failed > 0 ? 1 : 0;
   } finally {
@@ -251,20 +273,24 @@ async function cache(values: Values, sub: string | undefined): Promise<number> {
       return report.removed.length > 0 ? 1 : 0;
     }
     case "prune": {
-      if (!values["max-bytes"]) {
-        process.stderr.write("cache prune needs --max-bytes N (e.g. 500M)\n");
-        return 2;
-      }
-      await cachePrune({ ...opts, maxBytes: parseByteSize(values["max-bytes"]) });
+      if (!values["max-bytes"]) throw new UsageError("cache prune needs --max-bytes N (e.g. 500M)");
+      await cachePrune({ ...opts, maxBytes: byteSizeFlag("max-bytes", values["max-bytes"]) });
       return 0;
     }
     default:
-      process.stderr.write(`unknown cache command "${sub ?? ""}": ls, verify or prune\n\n${HELP}`);
-      return 2;
+      throw new UsageError(
+        `${commandError(sub ?? "", ["ls", "verify", "prune"]).message.replace("command", "cache command")}\n\n${COMMAND_HELP.cache}`,
+      );
   }
 }
 
+const COMMANDS = ["serve", "node", "compile", "profile", "cache", "version", "help"];
+
 export async function main(argv: readonly string[]): Promise<number | null> {
+  if (argv[0] === "--version" || argv[0] === "-v" || argv[0] === "version") {
+    process.stdout.write(`xlaserve ${WORKER_VERSION}\n`);
+    return 0;
+  }
   // The node's own flags are not serve's: it parses them and passes the rest to its workers.
   if (argv[0] === "node") {
     if (argv.includes("--help") || argv.includes("-h")) {
@@ -284,11 +310,16 @@ export async function main(argv: readonly string[]): Promise<number | null> {
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n\n${HELP}`);
-    return 2;
+    const command = argv.find((a) => !a.startsWith("-"));
+    const more = command && COMMAND_HELP[command] ? `xlaserve ${command} --help` : "xlaserve --help";
+    throw new UsageError(`${flagError(err as Error, Object.keys(OPTIONS)).message} (${more} lists the options)`);
   }
   const { values, positionals } = parsed;
   const [command, arg] = positionals;
+  if (values.help && command !== undefined && COMMAND_HELP[command]) {
+    process.stdout.write(COMMAND_HELP[command]);
+    return 0;
+  }
   if (values.help || command === "help" || command === undefined) {
     process.stdout.write(HELP);
     return command === undefined && !values.help ? 2 : 0;
@@ -303,8 +334,7 @@ export async function main(argv: readonly string[]): Promise<number | null> {
     case "cache":
       return cache(values, arg);
     default:
-      process.stderr.write(`unknown command "${command}"\n\n${HELP}`);
-      return 2;
+      throw new UsageError(`${commandError(command, COMMANDS).message} (xlaserve --help lists the commands)`);
   }
 }
 
@@ -314,13 +344,16 @@ if (import.meta.main) {
       if (code !== null) process.exit(code);
     },
     (err) => {
+      // A mistake of the user's is one clear message; a fault of xlaserve's keeps its stack.
       const message = isXlaserveError(err)
         ? `${err.code}: ${err.message}`
-        : err instanceof Error
-          ? (err.stack ?? err.message)
-          : String(err);
+        : isUserError(err)
+          ? (err as Error).message
+          : err instanceof Error
+            ? (err.stack ?? err.message)
+            : String(err);
       process.stderr.write(`xlaserve: ${message}\n`);
-      process.exit(1);
+      process.exit(err instanceof UsageError ? err.exitCode : 1);
     },
   );
 }

@@ -1,3 +1,4 @@
+import { rmSync } from "node:fs";
 import {
   type AbstractBackend,
   type CompileOptions,
@@ -21,6 +22,8 @@ export interface PrecompileOptions {
   readonly cache?: ProgramCache;
   readonly stateDir?: string;
   readonly onWarning?: WarningSink;
+  /** Compile every program again, replacing the stored one (the CLI's compile --no-cache). */
+  readonly recompile?: boolean;
   /** Loads one bundle directory; defaults to core's loadBundle. */
   readonly loadBundle?: (dir: string) => Promise<BundleWithModules>;
 }
@@ -80,7 +83,10 @@ export async function precompileRepository(opts: PrecompileOptions): Promise<Pre
       for (const module of bundle.modules) {
         bar.start(`${bundle.name}/${module.file}`);
         try {
-          const r = await cache.getOrCompile({ bundle, module, backend: opts.backend, options: opts.options });
+          const args = { bundle, module, backend: opts.backend, options: opts.options };
+          // The stored program goes first: the index is derived from the files, so the lookup misses.
+          if (opts.recompile) rmSync(cache.keyFor(args).path, { recursive: true, force: true });
+          const r = await cache.getOrCompile(args);
           r.executable.dispose();
           const ms = r.outcome === "hit" ? r.loadMs : r.compileMs;
           rows.push({ model: bundle.name, module: module.file, outcome: r.outcome, ms, bytes: r.sizeBytes });
