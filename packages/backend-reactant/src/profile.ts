@@ -26,7 +26,7 @@ export interface OpKindTime {
 }
 
 export interface OpInstanceTime extends OpKindTime {
-  /** `line N: %result = kind -> result type` of the op in the module text. */
+  /** `line N: %result = kind -> result type` of the op in the module text (no line for bytecode). */
   readonly op: string;
 }
 
@@ -53,8 +53,11 @@ export async function profileExecution(
   const backend = createReactantBackend({ steps });
   try {
     const bytes = typeof module === "string" ? new TextEncoder().encode(module) : module;
-    const text = new TextDecoder().decode(bytes);
-    const exe = await backend.compile({ bytes, format: "text", origin: options.origin ?? "<module>" }, {});
+    // MLIR bytecode (a portable artifact) starts "ML\xefR"; its ops have no lines to show.
+    const bytecode = bytes[0] === 0x4d && bytes[1] === 0x4c && bytes[2] === 0xef && bytes[3] === 0x52;
+    const text = bytecode ? null : new TextDecoder().decode(bytes);
+    const format = bytecode ? "bytecode" : "text";
+    const exe = await backend.compile({ bytes, format, origin: options.origin ?? "<module>" }, {});
     const buffers = await uploadAll(backend, args);
     for (const b of await backend.execute(exe, buffers)) b.dispose();
     steps.byStep.clear();
@@ -69,9 +72,9 @@ export async function profileExecution(
   }
 }
 
-function summarizeSteps(steps: StepTimes, runs: number, wall: number, text: string, top: number): Profile {
-  const source = new SourceText(text, "<module>");
-  const lineOf = (offset: number) => source.position(offset).line;
+function summarizeSteps(steps: StepTimes, runs: number, wall: number, text: string | null, top: number): Profile {
+  const source = text === null ? null : new SourceText(text, "<module>");
+  const lineOf = (offset: number) => (source ? source.position(offset).line : null);
   const kinds = new Map<string, { ms: number; count: number }>();
   const ops: OpInstanceTime[] = [];
   let inside = 0;
@@ -109,10 +112,12 @@ function kindOf(step: Step): string {
   return step.label?.startsWith("fused") ? "fused elementwise" : (step.label ?? step.op.name);
 }
 
-function describe(step: Step, lineOf: (offset: number) => number): string {
+function describe(step: Step, lineOf: (offset: number) => number | null): string {
   const type = step.op.resultTypes[0];
   const shown = type && type.kind === "tensor" ? ` -> ${type.elem}[${type.shape.join("x")}]` : "";
-  return `line ${lineOf(step.op.offset)}: ${step.op.results[0] ?? ""} = ${step.label ?? step.op.name}${shown}`;
+  const line = lineOf(step.op.offset);
+  const result = step.op.results[0] ? `${step.op.results[0]} = ` : "";
+  return `${line === null ? "" : `line ${line}: `}${result}${step.label ?? step.op.name}${shown}`;
 }
 
 const round = (x: number) => Math.round(x * 1e4) / 1e4;
@@ -146,9 +151,6 @@ export async function profileBundle(
       "INVALID_ARGUMENT",
       `${bundle.name} has no program for batch ${batch} (compiled: ${sizes.join(", ")})`,
     );
-  }
-  if (module.format !== "text") {
-    throw new XlaserveError("UNSUPPORTED", `${module.file} is MLIR bytecode; the CPU engine profiles StableHLO text`);
   }
   let inputs: HostTensor[];
   let source: BundleProfile["inputs"] = "reference";

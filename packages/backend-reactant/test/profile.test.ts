@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
 import { profileExecution } from "../src/profile.ts";
 
 /** A while loop whose body does a dot and an add: the loop is charged only for its own work. */
@@ -43,3 +44,15 @@ test("profile: exclusive time per op kind and per op, with the op's line", async
 test("profile: a module that does not compile is refused with the engine's error", async () => {
   await expect(profileExecution("func.func @main( {", [])).rejects.toThrow();
 });
+
+const PORTABLE = new URL("../../../../shared/conformance/stablehlo/portable/abs_float32_20_20.mlir.bc", import.meta.url)
+  .pathname;
+
+test.skipIf(!existsSync(PORTABLE))(
+  "profile: a portable artifact (MLIR bytecode) profiles too, without lines",
+  async () => {
+    const p = await profileExecution(new Uint8Array(readFileSync(PORTABLE)), [], { runs: 1 });
+    expect(p.byKind.length).toBeGreaterThan(0);
+    expect(p.byOp.every((o) => !o.op.startsWith("line "))).toBe(true);
+  },
+);
