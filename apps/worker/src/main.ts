@@ -17,6 +17,7 @@ import { WORKER_VERSION, type WorkerOverrides, resolveWorkerConfig, startWorker 
 import type { RuntimeModel } from "./model/runtime-model.ts";
 import { NODE_HELP, runNode } from "./node/node-command.ts";
 import { stopWithParent } from "./node/parent-death.ts";
+import { fleetOptions } from "./start/fleet-options.ts";
 import { PROFILE_HELP, runProfile } from "./profile/profile-command.ts";
 
 export const HELP = `xlaserve: an inference worker for XLA-compiled models (KServe v2 / Open Inference Protocol)
@@ -30,7 +31,8 @@ Usage:
   xlaserve profile <bundle> [--batch N]    time per op kind and per op of one program on the CPU
                                            engine (xlaserve profile --help)
   xlaserve cache ls [options]              list the program cache's entries
-  xlaserve cache verify [options]          check every entry; remove the bad ones
+  xlaserve cache verify [options]          check every entry; remove the bad ones (with
+                                           --cache-store, the fleet's programs too)
   xlaserve cache prune --max-bytes N       remove least recently hit entries down to N bytes
   xlaserve --help                          this text
 
@@ -259,6 +261,7 @@ async function compile(values: Values, repository: string | undefined): Promise<
 async function cache(values: Values, sub: string | undefined): Promise<number> {
   const overrides = overridesFromFlags(values);
   const config = resolveWorkerConfig(overrides);
+  const fleet = fleetOptions(config);
   const opts = {
     stateDir: resolve(config.cache.stateDir),
     repository: resolve(config.repository.path),
@@ -269,8 +272,8 @@ async function cache(values: Values, sub: string | undefined): Promise<number> {
       await cacheLs(opts);
       return 0;
     case "verify": {
-      const report = await cacheVerify(opts);
-      return report.removed.length > 0 ? 1 : 0;
+      const report = await cacheVerify({ ...opts, ...(fleet ? { fleet } : {}) });
+      return report.removed.length + (report.fleet?.removed.length ?? 0) > 0 ? 1 : 0;
     }
     case "prune": {
       if (!values["max-bytes"]) throw new UsageError("cache prune needs --max-bytes N (e.g. 500M)");

@@ -39,3 +39,4 @@ export { Catalog, type LeaseAttempt } from "./fleet/catalog.ts";
 export { openCatalogDb, maskUrl, type CatalogConnection, SQLITE_CATALOG_FILE } from "./fleet/catalog-db.ts";
 export { openBlobStore, type BlobStore } from "./fleet/blob-store.ts";
 export type { CatalogProgram, CatalogCompile } from "./fleet/catalog-schema.ts";
+export { verifyFleet, type FleetVerifyReport, type FleetVerifyProblem } from "./fleet/verify-fleet.ts";

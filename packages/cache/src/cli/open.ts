@@ -1,3 +1,4 @@
+import type { FleetOptions } from "../fleet/fleet.ts";
 import { ProgramCache } from "../program-cache.ts";
 import type { WarningSink } from "../warnings.ts";
 import type { OutStream } from "./out.ts";
@@ -10,6 +11,8 @@ export interface CacheCommandOptions {
   readonly repository?: string;
   readonly out: OutStream;
   readonly onWarning?: WarningSink;
+  /** The fleet's shared cache, where the command covers it too (verify). */
+  readonly fleet?: FleetOptions;
 }
 
 /** Warnings go to the same stream as the command's output, marked. */
@@ -18,6 +21,7 @@ export async function openForCommand(opts: CacheCommandOptions): Promise<Program
     stateDir: opts.stateDir,
     ...(opts.dbPath ? { dbPath: opts.dbPath } : {}),
     onWarning: opts.onWarning ?? ((w) => opts.out.write(`warning: ${w.message}\n`)),
+    ...(opts.fleet ? { fleet: opts.fleet } : {}),
   });
   if (opts.repository) cache.addRepository(opts.repository);
   return cache;
