@@ -7,23 +7,46 @@
 //   node scripts/postgres.mjs ensure [--dir D] [--listen ADDRS] [--port P]   prints the URL
 //   node scripts/postgres.mjs stop [--dir D]
 //
-// The default directory is per checkout (several checkouts on one machine each get their own
-// cluster and port). As root, the cluster runs as the package's `postgres` user, because
-// PostgreSQL refuses to run as root.
+// The default directory is one per user and machine, shared by every checkout (tests make a
+// database of their own in it); concurrent callers take turns through a lock directory. As root,
+// the cluster runs as the package's `postgres` user, because PostgreSQL refuses to run as root.
 import { execFileSync, spawnSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
-import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
-const root = new URL("..", import.meta.url).pathname;
 const log = (msg) => console.error(`[postgres] ${msg}`);
 const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
 
 export function defaultClusterDir() {
-  const tag = createHash("sha256").update(root).digest("hex").slice(0, 10);
-  return join(tmpdir(), `xlaserve-pg-${tag}`);
+  const uid = typeof process.getuid === "function" ? process.getuid() : "user";
+  return join(tmpdir(), `xlaserve-pg-uid${uid}`);
+}
+
+/** Runs fn while holding `<dir>.lock` (mkdir is atomic); a lock left for 2 minutes is stale. */
+async function withLock(dir, fn) {
+  const lock = `${dir}.lock`;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 120_000) rmSync(lock, { recursive: true, force: true });
+      } catch {
+        /* released meanwhile */
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 /** The newest installed server's bin directory, or null. */
@@ -90,6 +113,11 @@ function running(bin, data) {
  * password authentication over TCP on `listen`).
  */
 export async function ensurePostgres({ dir = defaultClusterDir(), listen = "127.0.0.1", port } = {}) {
+  mkdirSync(dirname(dir), { recursive: true });
+  return withLock(dir, () => ensureLocked(dir, listen, port));
+}
+
+async function ensureLocked(dir, listen, port) {
   let bin = findPgBin();
   if (!bin) {
     installPackage();
