@@ -118,13 +118,24 @@ export function dynamicSlice(x: NDArray, starts: number[], sizes: number[], allo
   );
 }
 
-export function dynamicUpdateSlice(x: NDArray, update: NDArray, starts: number[], alloc?: DataAlloc): NDArray {
+/** `inPlace`: the operand is dead after this and solely owned (plan/ownership.ts), so it becomes the result. */
+export function dynamicUpdateSlice(
+  x: NDArray,
+  update: NDArray,
+  starts: number[],
+  alloc?: DataAlloc,
+  inPlace = false,
+): NDArray {
   const begin = clampStarts(x, starts, update.shape);
   const slots = slotsPerElement(x.type);
   // A pooled array filled by one native copy: a loop rewriting a large carried buffer one row
   // at a time (scan outputs) would otherwise allocate and zero a fresh one every iteration.
-  const out = alloc ? (alloc(x.type, elementCount(x.shape)) as TypedArray) : (x.data.slice() as TypedArray);
-  if (alloc) (out as Float64Array).set(x.data as Float64Array);
+  let out: TypedArray;
+  if (inPlace) out = x.data;
+  else if (alloc) {
+    out = alloc(x.type, elementCount(x.shape)) as TypedArray;
+    (out as Float64Array).set(x.data as Float64Array);
+  } else out = x.data.slice() as TypedArray;
   const st = strides(x.shape);
   const n = elementCount(update.shape);
   if (n === 0) return { type: x.type, shape: [...x.shape], data: out };

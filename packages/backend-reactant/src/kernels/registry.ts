@@ -4,6 +4,7 @@ import type { Attr, Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
 import type { Frame, Kernel, KernelTools } from "../plan/program.ts";
 import { lastTypeTaker } from "../plan/arena.ts";
+import type { InPlaceKernel } from "../plan/ownership.ts";
 import { TOKEN } from "../plan/values.ts";
 import { controlKernel } from "./control.ts";
 import {
@@ -159,9 +160,12 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
     }
     case "stablehlo.dynamic_update_slice": {
       const alloc = pooledOutputs();
-      return ([x, update, ...starts], frame) => [
-        layout.dynamicUpdateSlice(x as NDArray, update as NDArray, indexValues(starts), alloc(frame)),
-      ];
+      const kernel: InPlaceKernel = ([x, update, ...starts], frame) => {
+        const operand = x as NDArray;
+        const inPlace = kernel.operandDies === true && frame.ctx.arena.soleOwner(operand.data);
+        return [layout.dynamicUpdateSlice(operand, update as NDArray, indexValues(starts), alloc(frame), inPlace)];
+      };
+      return kernel;
     }
     case "stablehlo.concatenate": {
       const dim = Number(a.dimension);

@@ -58,6 +58,16 @@ export class Arena {
     if (s.array !== null) this.pending.push(s);
   }
 
+  /**
+   * Whether one holder alone counts this storage and the arena made it: then a step that the plan
+   * says is the holder's last reader may write into it (plan/ownership.ts). Storage from outside
+   * (plan constants, a caller's arrays) is never written.
+   */
+  soleOwner(data: TypedArray): boolean {
+    const s = this.storage.get(data);
+    return s !== undefined && s.refs === 1 && s.array !== null && !s.free;
+  }
+
   /** The first sight of an array object: joins the entry of its buffer, or starts one. */
   private register(data: TypedArray): Storage {
     const buffer = data.buffer;

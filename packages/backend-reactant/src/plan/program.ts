@@ -5,6 +5,7 @@ import { comparatorKey, keyRegion } from "../kernels/heavy/comparator-key.ts";
 import { buildKernel } from "../kernels/registry.ts";
 import { Arena } from "./arena.ts";
 import { fuseSteps } from "./fusion.ts";
+import { handOverSlots, markDyingOperands, usedArguments } from "./ownership.ts";
 import { type CheckFailure, type RtValue, isArray, isTuple } from "./values.ts";
 
 /**
@@ -73,6 +74,10 @@ export interface Block {
   readonly argSlots: number[];
   readonly steps: Step[];
   readonly resultSlots: number[];
+  /** Result slots cleared as the block returns (plan/ownership.ts): the caller holds the values. */
+  readonly handOver: number[];
+  /** 1 per argument the block reads; the others are never bound, so they hold no count. */
+  readonly argUsed: Uint8Array;
   /** Slots of enclosing blocks this block reads. */
   readonly captures: Set<number>;
 }
@@ -171,7 +176,8 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
   const outermost = arena.depth === 0;
   arena.depth++;
   try {
-    for (let i = 0; i < block.argSlots.length; i++) setSlot(frame, block.argSlots[i] as number, args[i]);
+    const used = block.argUsed;
+    for (let i = 0; i < block.argSlots.length; i++) if (used[i]) setSlot(frame, block.argSlots[i] as number, args[i]);
     const profile = frame.ctx.profile;
     const stepTimes = frame.ctx.steps;
     const timed = profile !== undefined || stepTimes !== undefined;
@@ -195,7 +201,10 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
       for (const s of step.frees) if (!frame.constant[s]) clearSlot(frame, s);
       if (outermost) arena.flush();
     }
-    return block.resultSlots.map((s) => env[s] as RtValue);
+    const results = block.resultSlots.map((s) => env[s] as RtValue);
+    // Handed over uncounted: nothing returns to the pool before the caller's step ends (arena.ts).
+    for (const s of block.handOver) clearSlot(frame, s);
+    return results;
   } finally {
     arena.depth--;
   }
@@ -391,7 +400,15 @@ class FunctionCompiler {
     for (const u of [...stepUses.flat(), ...resultSlots]) useCount.set(u, (useCount.get(u) ?? 0) + 1);
     const fused = this.fuse ? fuseSteps(steps, stepUses, useCount) : { steps, uses: stepUses };
     this.assignFrees(fused.steps, fused.uses, new Set(resultSlots), scope);
-    return { argSlots, steps: fused.steps, resultSlots, captures: scope.captures };
+    markDyingOperands(fused.steps);
+    return {
+      argSlots,
+      steps: fused.steps,
+      resultSlots,
+      handOver: handOverSlots(resultSlots, scope.locals, this.constants),
+      argUsed: usedArguments(argSlots, fused.uses, resultSlots),
+      captures: scope.captures,
+    };
   }
 
   /** Compiles ops into `steps`; returns the slots of the terminating return, if any. */
