@@ -2,6 +2,7 @@ import type { NDArray } from "../array.ts";
 import type { Attr, AttrObject, Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
 import { type Arena, dataTaker } from "../plan/arena.ts";
+import type { InPlaceKernel } from "../plan/ownership.ts";
 import { type Kernel, type KernelTools, type PrefixSortKernel, runBlock } from "../plan/program.ts";
 import { convolution } from "./heavy/convolution.ts";
 import { dotGeneralFor } from "./heavy/dot-general.ts";
@@ -9,11 +10,12 @@ import { type FftType, fft } from "./heavy/fft.ts";
 import { gather } from "./heavy/gather.ts";
 import { reduceWindow } from "./heavy/reduce-window.ts";
 import { scatter } from "./heavy/scatter.ts";
+import { scatterUpdateKind } from "./heavy/scatter-rows.ts";
 import { selectAndScatter } from "./heavy/select-and-scatter.ts";
 import { comparatorKey } from "./heavy/comparator-key.ts";
 import { sort } from "./heavy/sort.ts";
 import { type TransposeKind, triangularSolve } from "./heavy/triangular-solve.ts";
-import { regionInfoFor } from "./region.ts";
+import { reducerKind, regionInfoFor } from "./region.ts";
 
 /**
  * Glue between the plan and the heavy kernels (kernels/heavy/, the kernels teammate's area):
@@ -154,22 +156,27 @@ export function scatterKernel(op: Op, tools: KernelTools): Kernel {
   const [block] = tools.regions;
   const region = op.regions[0];
   if (!block || !region) throw new Error("scatter needs an update region");
+  const update = regionInfoFor(block, region);
   const options = {
     indicesAreSorted: op.attrs.indices_are_sorted === true,
     uniqueIndices: op.attrs.unique_indices === true,
+    updateKind: scatterUpdateKind(region, reducerKind(region)),
   };
-  const update = regionInfoFor(block, region);
-  return (args, frame) => {
+  const reusing = { ...options, reuseInput: true };
+  const kernel: InPlaceKernel = (args, frame) => {
     const n = (args.length - 1) / 2;
+    const input = args[0] as NDArray;
+    const reuse = n === 1 && kernel.operandDies === true && frame.ctx.arena.soleOwner(input.data);
     return scatter(
       args.slice(0, n) as NDArray[],
       args[n] as NDArray,
       args.slice(n + 1) as NDArray[],
       dims,
       update(frame),
-      options,
+      reuse ? reusing : options,
     );
   };
+  return kernel;
 }
 
 export function sortKernel(op: Op, tools: KernelTools): Kernel {

@@ -14,7 +14,7 @@ export interface InPlaceKernel extends Kernel {
 }
 
 /** Ops whose first operand, if dead after them and solely owned, can become their result. */
-const UPDATES_OPERAND = new Set(["stablehlo.dynamic_update_slice"]);
+const UPDATES_OPERAND = new Set(["stablehlo.dynamic_update_slice", "stablehlo.scatter"]);
 
 /** Marks each in-place-capable step whose first operand dies at it (and is not also read as another input). */
 export function markDyingOperands(steps: Step[]): void {

@@ -236,6 +236,17 @@ describe("scatter", () => {
         const [out] = scatter([c.operand], c.indices, [updates], dims, region);
         expect(Array.from((out as NDArray).data as Int32Array)).toEqual(expected);
       }
+      // A replace run as row loops (scatter-rows.ts) equals the region called per element.
+      const [slowSet] = scatter([c.operand], c.indices, [updates], dims, replaceRegion);
+      const [fastSet] = scatter([c.operand], c.indices, [updates], dims, replaceRegion, { updateKind: "replace" });
+      expect(Array.from((fastSet as NDArray).data as Int32Array)).toEqual(
+        Array.from((slowSet as NDArray).data as Int32Array),
+      );
+      // Reusing the input's storage gives the same result, in that storage.
+      const own = { ...c.operand, data: (c.operand.data as Int32Array).slice() };
+      const [reused] = scatter([own], c.indices, [updates], dims, addRegion, { reuseInput: true });
+      expect((reused as NDArray).data).toBe(own.data);
+      expect(Array.from((reused as NDArray).data as Int32Array)).toEqual(expected);
     }
   });
 

@@ -10,6 +10,7 @@ import { checkAxes, invalid } from "./errors.ts";
 import { rawCombiner } from "./fast-reducer.ts";
 import { addBatchingOffsets, checkIndexedWindows, forEachIndexBatch } from "./index-batches.ts";
 import { applyInRounds } from "./scatter-rounds.ts";
+import { type UpdateKind, rowUpdater } from "./scatter-rows.ts";
 
 export interface ScatterDimensionNumbers {
   readonly updateWindowDims: readonly number[];
@@ -84,6 +85,10 @@ export interface ScatterOptions {
   /** Hints from the program; results do not depend on them. */
   readonly indicesAreSorted?: boolean;
   readonly uniqueIndices?: boolean;
+  /** The update region's kind where it is a plain combine or a replace (scatter-rows.ts). */
+  readonly updateKind?: UpdateKind;
+  /** The one input's storage may become the result (dead after the op and solely owned). */
+  readonly reuseInput?: boolean;
 }
 
 /**
@@ -96,14 +101,15 @@ export function scatter(
   updates: readonly NDArray[],
   dims: ScatterDimensionNumbers,
   region: RegionInfo,
-  _options: ScatterOptions = {},
+  options: ScatterOptions = {},
 ): NDArray[] {
   const { windowAxes, scatterAxes, windowShape, batches } = checkScatter(inputs, scatterIndices, updates, dims);
   const first = inputs[0] as NDArray;
+  const single = inputs.length === 1;
   const results: NDArray[] = inputs.map((input) => ({
     type: input.type,
     shape: [...input.shape],
-    data: copyData(input),
+    data: single && options.reuseInput === true ? input.data : copyData(input),
   }));
   const indices = toFloat64(scatterIndices, OP);
   const operandShape = first.shape;
@@ -114,18 +120,38 @@ export function scatter(
   const windowCount = windowShape.reduce((p, s) => p * s, 1);
   if (windowCount === 0) return results;
 
-  const single = results.length === 1;
-  const fast = single ? rawCombiner(region.reducer, first.type) : null;
+  const rank = operandShape.length;
+  const lastWindow = windowShape.length - 1;
+  // Where the window's innermost axis is contiguous in both the operand and the update, a
+  // recognised region runs as one loop per run of it.
+  const contiguous =
+    lastWindow >= 0 &&
+    windowAxes[lastWindow] === rank - 1 &&
+    windowUpdate[lastWindow] === 1 &&
+    windowIn[lastWindow] === 1;
+  const rowUpdate = single ? rowUpdater(options.updateKind ?? region.reducer, first.type) : null;
+  const runLength = rowUpdate && contiguous ? (windowShape[lastWindow] as number) : 1;
+  const counted = runLength > 1 ? lastWindow : windowShape.length;
+  const fast = single && !rowUpdate ? rawCombiner(region.reducer, first.type) : null;
   // General regions only record the pairs here; they are applied below in batched rounds.
   const targets: number[] = [];
   const sources: number[] = [];
-  const apply = fast
-    ? (target: number, source: number) =>
-        fast((results[0] as NDArray).data, target, (updates[0] as NDArray).data, source)
-    : (target: number, source: number) => {
-        targets.push(target);
-        sources.push(source);
-      };
+  const resultData = (results[0] as NDArray).data;
+  const updateData = (updates[0] as NDArray).data;
+  const apply = rowUpdate
+    ? (target: number, source: number) => rowUpdate(resultData, target, updateData, source, runLength)
+    : fast
+      ? (target: number, source: number) => fast(resultData, target, updateData, source)
+      : (target: number, source: number) => {
+          targets.push(target);
+          sources.push(source);
+        };
+  const runs = windowCount / runLength;
+  // Each operand axis's window extent (1 where the window does not span it).
+  const extent = operandShape.map((_, d) => {
+    const j = windowAxes.indexOf(d);
+    return j >= 0 ? (windowShape[j] as number) : 1;
+  });
 
   const start = new Array<number>(operandShape.length);
   const counter = new Array<number>(windowShape.length);
@@ -136,11 +162,9 @@ export function scatter(
     });
     addBatchingOffsets(start, batchIndex, dims.inputBatchingDims, dims.scatterIndicesBatchingDims, dims.indexVectorDim);
     // The whole window must fit; XLA drops the update otherwise.
-    for (let d = 0; d < operandShape.length; d++) {
-      const j = windowAxes.indexOf(d);
-      const size = j >= 0 ? (windowShape[j] as number) : 1;
+    for (let d = 0; d < rank; d++) {
       const s = start[d] as number;
-      if (!(s >= 0 && s + size <= (operandShape[d] as number))) return;
+      if (!(s >= 0 && s + (extent[d] as number) <= (operandShape[d] as number))) return;
     }
     let target = 0;
     for (let d = 0; d < operandShape.length; d++) target += (start[d] as number) * (operandStrides[d] as number);
@@ -149,9 +173,9 @@ export function scatter(
       source += (batchIndex[j] as number) * (updateStrides[axis] as number);
     });
     counter.fill(0);
-    for (let e = 0; e < windowCount; e++) {
+    for (let e = 0; e < runs; e++) {
       apply(target, source);
-      for (let a = counter.length - 1; a >= 0; a--) {
+      for (let a = counted - 1; a >= 0; a--) {
         counter[a] = (counter[a] as number) + 1;
         target += windowIn[a] as number;
         source += windowUpdate[a] as number;
