@@ -48,6 +48,8 @@
 #                  thread against loads on the client's thread, in turns, in one process
 #   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
 #                  on 1, 2, 4 and 8 HTTP threads (issue 6; wrk from .device/debs)
+#   grpc           bench/grpc.bench.ts: gRPC ModelInfer on the MLP vs REST and vs a bare grpc-js
+#                  server, and a 64 MiB input inline vs through shared memory; CPU engine and PJRT
 #   part1 = setup export compile-load restart first-result cpu
 #   part2 = setup export worker-start memory memory-worker
 #   all   = setup export compile-load restart first-result worker-start memory memory-worker cpu
@@ -78,9 +80,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|http) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|http|grpc) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo http part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo http grpc part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -91,7 +93,7 @@ if [ ${#expanded[@]} -gt 0 ]; then
   want gpu-tests && ordered+=(gpu-tests)
   for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo http; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo http grpc; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -345,6 +347,11 @@ for phase in "${ordered[@]}"; do
           --connections 64 --duration 5 --results-dir "$RES"
       done
       run_step http-pjrt 120 bun bench/http.bench.ts --engine pjrt --results-dir "$RES"
+      ;;
+    grpc)
+      # gRPC on this host's cores: the CPU engine, then the MLP on the GPU through PJRT.
+      run_step grpc 150 bun bench/grpc.bench.ts --engine reactant --results-dir "$RES"
+      run_step grpc-pjrt 150 bun bench/grpc.bench.ts --engine pjrt --results-dir "$RES"
       ;;
     cpu)
       run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \
