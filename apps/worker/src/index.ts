@@ -64,8 +64,9 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   const logger = overrides.logger ?? createLogger({ level: config.log.level, format: config.log.format });
   const log = logger.child({ component: "worker" });
   for (const warning of envWarnings(overrides.env ?? process.env)) log.warn(warning);
-  // A busy port is found now, not after every model has compiled and loaded.
-  if (config.server.port !== 0) assertPortFree(config.server.host, config.server.port);
+  // A busy port is found now, not after every model has compiled and loaded (a port shared on
+  // purpose, server.reusePort for the node's CPU workers, is busy by design).
+  if (config.server.port !== 0 && !config.server.reusePort) assertPortFree(config.server.host, config.server.port);
 
   // The fleet's catalog connection opens while the engine starts.
   const fleetOpening = overrides.programs ? null : openFleet(config, log);
