@@ -72,7 +72,7 @@ Options (every one also has an XLASERVE_* environment form; flags win):
                        request's output may then differ in the last bits with other traffic)
   --auth-token T       bearer token for the repository load/unload calls (XLASERVE_AUTH_TOKEN)
   --log-level L        debug | info | warn | error (default info)
-  --log-format F       json | text (default json)
+  --log-format F       auto | json | text (default auto: text on a terminal, json otherwise)
   --max-bytes N        (cache prune) target size, e.g. 500M, 2G
   -h, --help           this text
 

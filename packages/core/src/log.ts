@@ -6,7 +6,8 @@
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-export type LogFormat = "json" | "text";
+/** auto: text when the lines go to a terminal, JSON otherwise (files, pipes, log shippers). */
+export type LogFormat = "auto" | "json" | "text";
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -23,13 +24,16 @@ export interface LoggerOptions {
   format?: LogFormat;
   /** Where lines go; defaults to stderr. Tests pass an array collector. */
   sink?: (line: string) => void;
+  /** Whether the lines go to a terminal (for format auto); defaults to stderr's isTTY. */
+  tty?: boolean;
 }
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
 export function createLogger(options: LoggerOptions = {}, bound: Record<string, unknown> = {}): Logger {
   const level = options.level ?? "info";
-  const format = options.format ?? "json";
+  const asked = options.format ?? "auto";
+  const format = asked === "auto" ? ((options.tty ?? process.stderr.isTTY === true) ? "text" : "json") : asked;
   const sink = options.sink ?? ((line: string) => process.stderr.write(`${line}\n`));
   const emit = (at: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[at] < RANK[level]) return;
@@ -52,10 +56,27 @@ function jsonSafe(_key: string, value: unknown): unknown {
   return value;
 }
 
+/** One line for a person: time of day, level, message, then key=value with nested values compact. */
 function formatText(record: Record<string, unknown>): string {
   const { time, level, msg, ...rest } = record;
   const extras = Object.entries(rest)
-    .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v, jsonSafe)}`)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${compact(v)}`)
     .join(" ");
-  return `${time} ${String(level).toUpperCase().padEnd(5)} ${msg}${extras ? ` ${extras}` : ""}`;
+  const clock = String(time).slice(11, 23);
+  return `${clock} ${String(level).toUpperCase().padEnd(5)} ${msg}${extras ? ` ${extras}` : ""}`;
+}
+
+function compact(v: unknown): string {
+  if (typeof v === "string") return /^[^\s"=]*$/.test(v) && v !== "" ? v : JSON.stringify(v);
+  if (typeof v === "bigint") return v.toString();
+  if (v instanceof Error) return JSON.stringify(v.message);
+  if (Array.isArray(v)) return `[${v.map(compact).join(", ")}]`;
+  if (v !== null && typeof v === "object") {
+    const parts = Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined)
+      .map(([k, x]) => `${k}=${compact(x)}`);
+    return `{${parts.join(" ")}}`;
+  }
+  return String(v);
 }

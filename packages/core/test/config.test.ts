@@ -41,7 +41,7 @@ describe("loadConfig", () => {
       cache: { enabled: true, stateDir: ".state", catalog: "sqlite", leaseMs: 30_000 },
       memory: { weightFraction: 0.9, wiggle: 0.1, defaultResidency: "device" },
       concurrency: { queueDepth: 64 },
-      log: { level: "info", format: "json" },
+      log: { level: "info", format: "auto" },
     });
     expect(config.pjrt.plugin).toBeUndefined();
     expect(config.concurrency.perModel).toBeUndefined(); // chosen by engine: see perModelDefault

@@ -23,7 +23,7 @@ Options:
   --dynamic-batching   coalesce concurrent requests into one execution
   --auth-token T       bearer token for repository load/unload (XLASERVE_AUTH_TOKEN)
   --log-level L        debug | info | warn | error
-  --log-format F       json | text (default: text on a terminal, json otherwise)
+  --log-format F       auto | json | text (default auto: text on a terminal, json otherwise)
 
 Every flag: xlaserve --help
 `,

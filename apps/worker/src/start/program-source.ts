@@ -18,6 +18,45 @@ export async function openPrograms(
   log: Logger,
   fleetOpening: Promise<ProgramFleet | null> | null = openFleet(config, log),
 ): Promise<{ programs: ProgramSource; cache: ProgramCache | null }> {
+  const opened = await openProgramSource(config, backend, log, fleetOpening);
+  return { ...opened, programs: withProgress(opened.programs, log) };
+}
+
+/**
+ * How often a program that is still being compiled (or loaded) is reported: a GPU compile takes
+ * minutes, and a log that says nothing meanwhile looks like a hang. XLASERVE_TEST_PROGRESS_MS
+ * shortens it for tests.
+ */
+export const PROGRESS_MS = 5_000;
+
+/** Logs "still compiling" per program every PROGRESS_MS until its program is there. */
+function withProgress(source: ProgramSource, log: Logger): ProgramSource {
+  const everyMs = Number(process.env.XLASERVE_TEST_PROGRESS_MS) || PROGRESS_MS;
+  return async (bundle, module) => {
+    const t0 = performance.now();
+    const timer = setInterval(() => {
+      const seconds = Math.round((performance.now() - t0) / 100) / 10;
+      log.info(`still compiling ${bundle.name}/${module.file}: ${seconds} s`, {
+        model: bundle.name,
+        module: module.file,
+        seconds,
+      });
+    }, everyMs);
+    (timer as { unref?: () => void }).unref?.();
+    try {
+      return await source(bundle, module);
+    } finally {
+      clearInterval(timer);
+    }
+  };
+}
+
+async function openProgramSource(
+  config: Config,
+  backend: AbstractBackend,
+  log: Logger,
+  fleetOpening: Promise<ProgramFleet | null> | null,
+): Promise<{ programs: ProgramSource; cache: ProgramCache | null }> {
   const options = compileOptionsOf(config);
   if (!config.cache.enabled) {
     const programs: ProgramSource = async (_bundle, module) => {

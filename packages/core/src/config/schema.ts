@@ -192,7 +192,10 @@ export const ConfigSchema = Type.Object(
         level: Type.Union([Type.Literal("debug"), Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")], {
           default: "info",
         }),
-        format: Type.Union([Type.Literal("json"), Type.Literal("text")], { default: "json" }),
+        format: Type.Union([Type.Literal("auto"), Type.Literal("json"), Type.Literal("text")], {
+          default: "auto",
+          description: "auto: human-readable lines when stderr is a terminal, JSON lines otherwise",
+        }),
       },
       section,
     ),
