@@ -13,6 +13,7 @@ import {
 import { BF16_TO_NUMBER, F16_TO_NUMBER } from "@xlaserve/stablehlo/float16.ts";
 import { fastEncodeBf16 as encodeBf16, fastEncodeF16 as encodeF16 } from "../elem/half-bits.ts";
 import { transpose } from "./layout.ts";
+import { middleSplit, reduceFloatMiddle } from "./reduce-middle.ts";
 import { reduceFloatRows } from "./reduce-rows.ts";
 
 /**
@@ -45,6 +46,8 @@ interface ReduceLayout {
   readonly outShape: readonly number[];
   /** [...kept, ...dims]: puts each output's reduced elements in one row; null when the identity. */
   readonly rowsPerm: number[] | null;
+  /** [A, R, B] where the reduced axes are consecutive and followed by kept ones (reduce-middle.ts). */
+  readonly middle: [number, number, number] | null;
 }
 
 function layoutFor(shape: readonly number[], dims: number[]): ReduceLayout {
@@ -55,6 +58,7 @@ function layoutFor(shape: readonly number[], dims: number[]): ReduceLayout {
     kept,
     outShape: kept.map((d) => shape[d] as number),
     rowsPerm: rowsPerm.every((p, i) => p === i) ? null : rowsPerm,
+    middle: middleSplit(shape, dims),
   };
 }
 
@@ -71,6 +75,12 @@ function reduceWith(
   const outShape = [...layout.outShape];
   const single = inputs.length === 1 && region.reducer !== null && !isComplexType(first.type);
   if (single) {
+    if (layout.middle !== null) {
+      const out = alloc(first.type, elementCount(outShape));
+      const init = inits[0] as NDArray;
+      if (reduceFloatMiddle(region.reducer, first.data, out, layout.middle, init.data[0] as number))
+        return [{ type: first.type, shape: outShape, data: out }];
+    }
     const rows = layout.rowsPerm === null ? first : transpose(first, layout.rowsPerm); // [K, R]
     return [fastReduce(rows, inits[0] as NDArray, outShape, region.reducer, alloc)];
   }
