@@ -40,8 +40,10 @@ async function stopClusterOfClone(): Promise<void> {
   const script = join(clone, "scripts", "postgres.mjs");
   if (!existsSync(script)) return;
   const { defaultClusterDir } = (await import(script)) as { defaultClusterDir: () => string };
+  const ours = (await import(join(ROOT, "scripts", "postgres.mjs"))) as { defaultClusterDir: () => string };
   const dir = defaultClusterDir();
-  if (!dir.startsWith(tmpdir()) || !existsSync(join(dir, "data"))) return;
+  // A cluster shared with this checkout (one per user) is not the clone's to stop.
+  if (dir === ours.defaultClusterDir() || !dir.startsWith(tmpdir()) || !existsSync(join(dir, "data"))) return;
   const base = "/usr/lib/postgresql";
   const version = existsSync(base) ? readdirSync(base).sort().at(-1) : undefined;
   if (version) {
