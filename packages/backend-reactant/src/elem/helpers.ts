@@ -2,6 +2,7 @@
  * Scalar helpers that generated elementwise loops call (passed in by name, see
  * kernels/elementwise.ts). Each follows the StableHLO / XLA semantics noted beside it.
  */
+import { tanhNarrow } from "./tanh-narrow.ts";
 import {
   besselI1e,
   coshF32,
@@ -113,6 +114,7 @@ export function floatToBig(x: number, unsigned: boolean): bigint {
 }
 
 export const HELPERS = {
+  tanhNarrow,
   F16: F16_TO_NUMBER,
   BF16: BF16_TO_NUMBER,
   encF16: fastEncodeF16,

@@ -183,6 +183,7 @@ export function unaryExpr(op: string, t: ElemType, a: string): string {
   const d = domainOf(t);
   const w = bitWidth(t);
   if (d === "float") {
+    if (op === "tanh" && t !== "f64") return `H.tanhNarrow(${a})`;
     const f = FLOAT_UNARY[op];
     if (f) return f(a);
   } else if (d === "int" || d === "bool") {

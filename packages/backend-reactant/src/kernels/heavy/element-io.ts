@@ -3,7 +3,13 @@
  * f32 / f64 buffers for BLAS, int32 bit patterns for modular integer math, BigInt for 64-bit
  * integers, and the region callbacks' Scalar values.
  */
-import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "../../elem/half-bits.ts";
+import {
+  bf16BitsToNumber,
+  f16BitsToNumber,
+  fastEncodeF16,
+  numberToBf16Bits,
+  numberToF16Bits,
+} from "../../elem/half-bits.ts";
 import {
   type ElemType,
   type NDArray,
@@ -41,10 +47,33 @@ function fillNumbers(array: NDArray, out: Float32Array | Float64Array, op: strin
   const { type, data } = array;
   const n = out.length;
   if (isComplexType(type) || isF8(type)) throw unsupported(op, `element type ${type} has no real-valued path here`);
-  if (type === "f16") for (let i = 0; i < n; i++) out[i] = f16BitsToNumber(data[i] as number);
+  if (type === "bf16" && out instanceof Float32Array) widenBf16(data as Uint16Array, out);
+  else if (type === "f16") for (let i = 0; i < n; i++) out[i] = f16BitsToNumber(data[i] as number);
   else if (type === "bf16") for (let i = 0; i < n; i++) out[i] = bf16BitsToNumber(data[i] as number);
   else if (isBigIntType(type)) for (let i = 0; i < n; i++) out[i] = Number(data[i] as bigint);
   else for (let i = 0; i < n; i++) out[i] = data[i] as number;
+}
+
+/** bf16 is the top half of an f32: widening is a shift of the bits, exact for every value. */
+function widenBf16(data: Uint16Array, out: Float32Array): void {
+  const bits = new Uint32Array(out.buffer, out.byteOffset, out.length);
+  for (let i = 0; i < bits.length; i++) bits[i] = (data[i] as number) << 16;
+}
+
+/**
+ * f32 values to bf16 bits, rounded to nearest even on the bits (f32 -> bf16 rounds once, as
+ * numberToBf16Bits does after its Math.fround); a NaN (exponent all ones, mantissa set) takes
+ * numberToBf16Bits for its canonical bits, infinities round to themselves.
+ */
+function narrowToBf16(values: Float32Array, out: Uint16Array): void {
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  for (let i = 0; i < bits.length; i++) {
+    const u = bits[i] as number;
+    out[i] =
+      (u & 0x7fffffff) > 0x7f800000
+        ? numberToBf16Bits(values[i] as number)
+        : ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
+  }
 }
 
 /** Stores real values (f32 or f64 computed) in a float type's storage, rounding to nearest even. */
@@ -57,12 +86,16 @@ export function fromFloats(type: ElemType, values: Float32Array | Float64Array, 
       return values instanceof Float64Array ? values : Float64Array.from(values);
     case "f16": {
       const out = new Uint16Array(n);
-      for (let i = 0; i < n; i++) out[i] = numberToF16Bits(values[i] as number);
+      for (let i = 0; i < n; i++) {
+        const v = values[i] as number;
+        out[i] = Number.isNaN(v) ? numberToF16Bits(v) : fastEncodeF16(v);
+      }
       return out;
     }
     case "bf16": {
       const out = new Uint16Array(n);
-      for (let i = 0; i < n; i++) out[i] = numberToBf16Bits(values[i] as number);
+      if (values instanceof Float32Array) narrowToBf16(values, out);
+      else for (let i = 0; i < n; i++) out[i] = numberToBf16Bits(values[i] as number);
       return out;
     }
     default:
