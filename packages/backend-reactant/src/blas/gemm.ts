@@ -8,6 +8,7 @@ import { fallbackGemm } from "./fallback-gemm.ts";
 import type { GemmCall } from "./gemm-call.ts";
 import { type LoadedBlas, loadOpenBlas } from "./library.ts";
 import { SMALL_GEMM_LIMIT, smallGemm } from "./small-gemm.ts";
+import { configureThreads, configuredThreads, threadsForGemm, useThreads } from "./thread-policy.ts";
 import type { GemmShape, SmallGemmKernel } from "./small-gemm-codegen.ts";
 
 const CBLAS_ROW_MAJOR = 101;
@@ -102,6 +103,7 @@ export function gemm(call: GemmCall): void {
     return;
   }
   const beta = call.accumulate ? 1 : 0;
+  useThreads(library.symbols, threadsForGemm(m, n, k));
   const gemmFn = isF32 ? library.symbols.cblas_sgemm : library.symbols.cblas_dgemm;
   gemmFn(
     CBLAS_ROW_MAJOR,
@@ -136,7 +138,9 @@ export function blasGemmFor(shape: GemmShape, f32: boolean): SmallGemmKernel | n
   const transB = shape.transB ? CBLAS_TRANS : CBLAS_NO_TRANS;
   // One call shape for both: alpha 1 and beta 0 pass as float or double as each symbol declares.
   const gemm = f32 ? library.symbols.cblas_sgemm : library.symbols.cblas_dgemm;
-  return (a, aOffset, b, bOffset, c, cOffset) =>
+  const symbols = library.symbols;
+  return (a, aOffset, b, bOffset, c, cOffset) => {
+    useThreads(symbols, threadsForGemm(m, n, k));
     gemm(
       CBLAS_ROW_MAJOR,
       transA,
@@ -153,6 +157,7 @@ export function blasGemmFor(shape: GemmShape, f32: boolean): SmallGemmKernel | n
       address(c, cOffset),
       ldc,
     );
+  };
 }
 
 /** Whether setForceFallbackGemm is on. */
@@ -174,7 +179,7 @@ export function blasStatus(): BlasStatus {
   return {
     library: library?.path ?? null,
     coreType: library?.coreType ?? null,
-    threads: library ? library.symbols.openblas_get_num_threads() : 1,
+    threads: library ? configuredThreads() : 1,
     failures: loadFailures,
   };
 }
@@ -184,7 +189,8 @@ export function setForceFallbackGemm(force: boolean): void {
   forceFallback = force;
 }
 
-/** Sets OpenBLAS's thread count; no effect on the fallback. */
+/** Sets the threads large GEMMs use (small ones keep one, see thread-policy.ts); no effect on the fallback. */
 export function setBlasThreads(threads: number): void {
-  blas()?.symbols.openblas_set_num_threads(Math.max(1, Math.floor(threads)));
+  const library = blas();
+  if (library) configureThreads(library.symbols, threads);
 }

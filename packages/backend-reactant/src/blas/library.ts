@@ -6,6 +6,7 @@
 import { dlopen, FFIType } from "bun:ffi";
 import { availableParallelism } from "node:os";
 import { chooseOpenBlasCore } from "./core-type.ts";
+import { configureThreads } from "./thread-policy.ts";
 
 /**
  * Where Debian, Ubuntu, Fedora and Homebrew put the threaded OpenBLAS. The bare soname comes
@@ -101,7 +102,7 @@ export function loadOpenBlas(paths: readonly string[] = candidatePaths()): BlasL
   for (const path of paths) {
     try {
       const library = dlopen(path, SYMBOLS);
-      library.symbols.openblas_set_num_threads(wantedThreads());
+      configureThreads(library.symbols, wantedThreads());
       return { blas: { path, symbols: library.symbols, coreType }, failures };
     } catch (error) {
       failures.push(`${path}: ${error instanceof Error ? error.message : String(error)}`);
