@@ -44,8 +44,17 @@ function moduleName(op: RawOp, table: AttrTypeTable): string | null {
   return null;
 }
 
+/** What an op name converts to, worked out once per name. */
+interface OpKind {
+  readonly short: string;
+  readonly stablehlo: string;
+  readonly isReturn: boolean;
+}
+
 class Converter {
   private readonly types = new Map<string, ValueType>();
+  private readonly valueTypes = new Map<RawType, ValueType>();
+  private readonly kinds = new Map<string, OpKind>();
 
   constructor(
     private readonly table: AttrTypeTable,
@@ -62,8 +71,28 @@ class Converter {
     });
   }
 
+  /** Types are shared objects of the type table, so each converts once. */
   private type(t: RawType): ValueType {
-    return toValueType(t, this.options.strict);
+    let v = this.valueTypes.get(t);
+    if (!v) {
+      v = toValueType(t, this.options.strict);
+      this.valueTypes.set(t, v);
+    }
+    return v;
+  }
+
+  private kind(op: RawOp): OpKind {
+    let k = this.kinds.get(op.name);
+    if (k) return k;
+    if (!op.name.startsWith("vhlo.")) throw this.fail(op, "a vhlo operation");
+    const short = op.name.slice("vhlo.".length);
+    if (!isKnownVhloOp(short)) {
+      throw this.fail(op, "a VHLO operation this reader knows (the artifact is from a newer StableHLO than it reads)");
+    }
+    const base = short.replace(/_v\d+$/, "");
+    k = { short, stablehlo: base === "call" ? "func.call" : `stablehlo.${base}`, isReturn: base === "return" };
+    this.kinds.set(op.name, k);
+    return k;
   }
 
   /** The op's inherent attributes by name: the dictionary (format < 5) or its properties. */
@@ -116,25 +145,15 @@ class Converter {
   }
 
   private op(op: RawOp, inFunc: boolean): Op {
-    if (!op.name.startsWith("vhlo.")) throw this.fail(op, "a vhlo operation");
-    const short = op.name.slice("vhlo.".length);
-    if (!isKnownVhloOp(short)) {
-      throw this.fail(op, "a VHLO operation this reader knows (the artifact is from a newer StableHLO than it reads)");
-    }
-    const base = short.replace(/_v\d+$/, "");
-    const name =
-      base === "return"
-        ? inFunc
-          ? "func.return"
-          : "stablehlo.return"
-        : base === "call"
-          ? "func.call"
-          : `stablehlo.${base}`;
-    const raw = this.inherent(op);
-    const attrs: Record<string, Attr> = convertOpAttributes(short, raw, (a) => toAttr(a, this.options.origin));
+    const kind = this.kind(op);
+    const name = kind.isReturn ? (inFunc ? "func.return" : "stablehlo.return") : kind.stablehlo;
+    const hasAttributes = op.attrs.length > 0 || op.properties !== null;
+    const attrs: Record<string, Attr> = hasAttributes
+      ? convertOpAttributes(kind.short, this.inherent(op), (a) => toAttr(a, this.options.origin))
+      : {};
     const operandTypes = op.operands.map((o) => this.types.get(o) as ValueType);
     // A return's types are its operands' (`func.return %0 : tensor<f32>`), as the text parser has them.
-    const resultTypes = name.endsWith(".return") ? operandTypes : op.resultTypes.map((t) => this.type(t));
+    const resultTypes = kind.isReturn ? operandTypes : op.resultTypes.map((t) => this.type(t));
     for (let i = 0; i < op.results.length; i++) this.types.set(op.results[i] as string, resultTypes[i] as ValueType);
     const regions = op.regions.map((r) => this.region(op, r));
     return {
