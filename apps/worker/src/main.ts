@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 /**
  * The xlaserve CLI: serve | node | compile <repo> | profile <bundle> | cache ls | cache verify |
- * cache prune --max-bytes N.
+ * cache prune --max-bytes N | mlir print|info FILE.
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -15,6 +15,7 @@ import { COMMAND_HELP } from "./cli/command-help.ts";
 import { UsageError, badFlagValue, commandError, flagError, isUserError } from "./cli/user-errors.ts";
 import { WORKER_VERSION, type WorkerOverrides, resolveWorkerConfig, startWorker } from "./index.ts";
 import type { RuntimeModel } from "./model/runtime-model.ts";
+import { runMlir } from "./mlir/mlir-command.ts";
 import { NODE_HELP, runNode } from "./node/node-command.ts";
 import { stopWithParent } from "./node/parent-death.ts";
 import { fleetOptions } from "./start/fleet-options.ts";
@@ -34,6 +35,8 @@ Usage:
   xlaserve cache verify [options]          check every entry; remove the bad ones (with
                                            --cache-store, the fleet's programs too)
   xlaserve cache prune --max-bytes N       remove least recently hit entries down to N bytes
+  xlaserve mlir print FILE                 a module file (text or portable artifact) as StableHLO text
+  xlaserve mlir info FILE                  its producer, versions, functions and @main signature
   xlaserve --help                          this text
 
 Options (every one also has an XLASERVE_* environment form; flags win):
@@ -336,6 +339,8 @@ export async function main(argv: readonly string[]): Promise<number | null> {
       return compile(values, arg);
     case "cache":
       return cache(values, arg);
+    case "mlir":
+      return runMlir(arg, positionals[2]);
     default:
       throw new UsageError(`${commandError(command, COMMANDS).message} (xlaserve --help lists the commands)`);
   }

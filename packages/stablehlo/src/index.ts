@@ -13,3 +13,4 @@ export {
   readPortableArtifact,
 } from "./portable.ts";
 export { readPortableMainSignature } from "./portable-signature.ts";
+export { printModule } from "./printer.ts";

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { isModuleError } from "../src/errors.ts";
 import { parseModule } from "../src/parser/parser.ts";
 import { isBytecode, portableInfo, readPortableArtifact } from "../src/portable.ts";
+import { printModule } from "../src/printer.ts";
 import { structure } from "./helpers/structure.ts";
 
 const DIR = join(import.meta.dir, "../../../../shared/vhlo");
@@ -37,6 +38,9 @@ describe.skipIf(!have)("StableHLO portable artifacts 0.9.0 to 1.20.0", () => {
       expect(fromBytecode.funcs.length).toBeGreaterThan(150);
       expect(fromBytecode.funcs.map((f) => f.name)).toEqual(fromText.funcs.map((f) => f.name));
       for (let i = 0; i < fromText.funcs.length; i++) expect(fromBytecode.funcs[i]).toEqual(fromText.funcs[i]);
+      // The printed form reads back to the same program.
+      const printed = printModule(readPortableArtifact(bytes(file), file));
+      expect(structure(parseModule(printed, "printed.mlir", { lenient: true }))).toEqual(fromBytecode);
     });
   }
 

@@ -70,6 +70,11 @@ function attrs(a: Record<string, Attr>, opName = ""): unknown {
   for (const key of Object.keys(a).sort()) {
     const v = a[key] as Attr;
     if (key === "result_accuracy" && isDefaultAccuracy(v)) continue;
+    // func.call's callee: a name (pretty form) or a symbol reference (generic form).
+    if (key === "callee" && typeof v === "string") {
+      out[key] = `@${v}`;
+      continue;
+    }
     const d = DEFAULTS[opName]?.[key];
     if (d !== undefined && JSON.stringify(v) === d) continue;
     out[key] = attr(v);
