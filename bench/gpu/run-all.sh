@@ -80,9 +80,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|http|grpc) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|portable|http|grpc) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo http grpc part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -93,7 +93,7 @@ if [ ${#expanded[@]} -gt 0 ]; then
   want gpu-tests && ordered+=(gpu-tests)
   for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo http grpc; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -356,6 +356,17 @@ for phase in "${ordered[@]}"; do
     cpu)
       run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \
         --only cnn,transformer,resnet50 --cores 0,1 --runs 20 --profile-runs 3
+      ;;
+    portable)
+      # The examples exported by this host's jax both ways (text, --portable), then checked
+      # against each other on the CPU engine: signatures, byte-identical outputs, read times.
+      mkdir -p "$WORK/portable"
+      for m in mlp cnn transformer resnet50; do
+        extra=(); [ "$m" = resnet50 ] && extra=(--batch-sizes 1)
+        run_step "portable-export-$m" 120 python3 tools/export_jax_bundle.py "$m" "$WORK/portable/$m" --name "$m" "${extra[@]}"
+        run_step "portable-export-$m-portable" 120 python3 tools/export_jax_bundle.py "$m" "$WORK/portable/$m-portable" --name "$m-portable" --portable "${extra[@]}"
+      done
+      run_step portable-twins 240 bun bench/cpu/portable-twins.bench.ts --models "$WORK/portable" --results-dir "$RES"
       ;;
     zoo)
       # The zoo's bundles are committed (tests/zoo/models): no export step.
