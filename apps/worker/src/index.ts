@@ -123,6 +123,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     programs,
     probeFigures: cache ? probeFigureStore(cache) : undefined,
     verifiedWeights: new VerifiedWeightsMemo(resolve(config.cache.stateDir)),
+    followLinksOutside: config.repository.followLinksOutside,
     inlineMaxUs: config.placement.inlineMaxUs,
     log: logger,
     memory: config.memory,
@@ -130,7 +131,9 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     serverInfo,
     hooks: registryHooks(metrics, extra),
   });
-  metrics.onScrape(() => scrapeWorkerFigures(metrics, extra, backend, registry, cache?.fleet?.counters ?? null));
+  metrics.onScrape(() =>
+    scrapeWorkerFigures(metrics, extra, backend, registry, cache?.cache?.fleet?.counters ?? null, cache),
+  );
   let listening: RunningServer | null = null;
   registerReactantServerSeries(metrics, http.Gauge, {
     registry,

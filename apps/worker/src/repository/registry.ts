@@ -41,6 +41,8 @@ export interface RegistryOptions {
   readonly concurrency: { readonly perModel: number; readonly queueDepth: number; readonly dynamicBatching?: boolean };
   readonly serverInfo: () => ServerInfo;
   readonly hooks?: RegistryHooks;
+  /** Serve model folders that are links to folders outside the repository (refused by default). */
+  readonly followLinksOutside?: boolean;
   /** Weights files already checked against their manifest's sha256 (skips hashing them again). */
   readonly verifiedWeights?: VerifiedFiles;
   /** Persisted probe figures (the program cache's index): lets a warm start skip the probe. */
@@ -407,7 +409,11 @@ export class ModelRegistry implements ModelRegistryView {
     const phases = new LoadPhases();
     try {
       const verifiedWeights = this.options.verifiedWeights;
-      const bundle = await loadBundle(dir, verifiedWeights ? { verifiedWeights } : {});
+      const bundle = await loadBundle(dir, {
+        repository: this.repository,
+        followLinksOutside: this.options.followLinksOutside ?? false,
+        ...(verifiedWeights ? { verifiedWeights } : {}),
+      });
       phases.mark("readMs");
       // A model's programs load together: the PJRT backend loads each on a loader thread of its
       // own, and loads overlap (bench/results/pjrt-parallel-loads-*). Shared with requests,

@@ -1,23 +1,24 @@
-import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { AbstractBackend, Logger } from "@xlaserve/core";
 import { compileOptionsOf } from "@xlaserve/core";
 import type { Config } from "@xlaserve/core/config/schema.ts";
-import { ProgramCache, ProgramFleet } from "@xlaserve/cache";
+import { type ProgramCache, ProgramFleet } from "@xlaserve/cache";
 import type { ProbeFigureStore } from "../memory/probe-figures.ts";
 import type { LoadedProgram, ProgramSource } from "../model/program-types.ts";
+import { CACHE_RETRY_MS, CacheHolder } from "./cache-holder.ts";
 import { fleetOptions } from "./fleet-options.ts";
 
 /**
  * Where the models' programs come from: the program cache (hit: deserialized; miss: compiled and
- * stored), or a compile per program when the cache is off.
+ * stored), or a compile per program when the cache is off or cannot be opened (a full disk under
+ * the state directory: see CacheHolder, which keeps trying).
  */
 export async function openPrograms(
   config: Config,
   backend: AbstractBackend,
   log: Logger,
   fleetOpening: Promise<ProgramFleet | null> | null = openFleet(config, log),
-): Promise<{ programs: ProgramSource; cache: ProgramCache | null }> {
+): Promise<{ programs: ProgramSource; cache: CacheHolder | null }> {
   const opened = await openProgramSource(config, backend, log, fleetOpening);
   return { ...opened, programs: withProgress(opened.programs, log) };
 }
@@ -56,33 +57,40 @@ async function openProgramSource(
   backend: AbstractBackend,
   log: Logger,
   fleetOpening: Promise<ProgramFleet | null> | null,
-): Promise<{ programs: ProgramSource; cache: ProgramCache | null }> {
+): Promise<{ programs: ProgramSource; cache: CacheHolder | null }> {
   const options = compileOptionsOf(config);
-  if (!config.cache.enabled) {
-    const programs: ProgramSource = async (_bundle, module) => {
-      const t0 = performance.now();
-      const executable = await backend.compile(
-        { bytes: await module.read(), format: module.format, origin: module.path },
-        options,
-      );
-      return { executable, outcome: "uncached", compileMs: performance.now() - t0, loadMs: 0 };
-    };
-    return { programs, cache: null };
-  }
-  const stateDir = resolve(config.cache.stateDir);
-  mkdirSync(stateDir, { recursive: true });
-  const cache = await ProgramCache.open({
-    stateDir,
-    onWarning: cacheWarnings(log),
-    ...(fleetOpening ? { fleetOpening } : {}),
-  });
-  if (cache.fleet)
-    log.info("program cache shared by the fleet", { where: cache.fleet.where, leaseMs: cache.fleet.leaseMs });
   const slowCompile = slowCompileForTests(backend, options);
-  const synced = new WeakSet<object>();
+  const uncached: ProgramSource = async (_bundle, module) => {
+    const t0 = performance.now();
+    const executable = slowCompile
+      ? await slowCompile(module)
+      : await backend.compile({ bytes: await module.read(), format: module.format, origin: module.path }, options);
+    return { executable, outcome: "uncached", compileMs: performance.now() - t0, loadMs: 0 };
+  };
+  if (!config.cache.enabled) return { programs: uncached, cache: null };
+  // An unreachable fleet fails the start as before; only the local disk degrades to uncached.
+  const fleet = fleetOpening ? await fleetOpening : null;
+  const retryMs = Number(process.env.XLASERVE_TEST_CACHE_RETRY_MS ?? CACHE_RETRY_MS);
+  const holder = new CacheHolder(
+    {
+      stateDir: resolve(config.cache.stateDir),
+      onWarning: cacheWarnings(log),
+      ...(fleet ? { fleetOpening: Promise.resolve(fleet) } : {}),
+    },
+    log,
+    retryMs > 0 ? retryMs : CACHE_RETRY_MS,
+  );
+  await holder.open();
+  const opened = holder.cache;
+  if (opened?.fleet)
+    log.info("program cache shared by the fleet", { where: opened.fleet.where, leaseMs: opened.fleet.leaseMs });
+  // Each bundle's module hashes are synced once with the cache that serves it.
+  const synced = new WeakMap<object, ProgramCache>();
   const programs: ProgramSource = async (bundle, module): Promise<LoadedProgram> => {
-    if (!synced.has(bundle)) {
-      synced.add(bundle);
+    const cache = holder.cache;
+    if (!cache) return uncached(bundle, module);
+    if (synced.get(bundle) !== cache) {
+      synced.set(bundle, cache);
       cache.syncModuleHashes(bundle);
     }
     const r = await cache.getOrCompile({
@@ -100,7 +108,7 @@ async function openProgramSource(
       entryPath: r.entryPath,
     };
   };
-  return { programs, cache };
+  return { programs, cache: holder };
 }
 
 /**
@@ -138,10 +146,10 @@ export function openFleet(config: Config, log: Logger): Promise<ProgramFleet | n
   });
 }
 
-/** The program cache's index as the registry's store of probe figures. */
-export function probeFigureStore(cache: ProgramCache): ProbeFigureStore {
+/** The program cache's index as the registry's store of probe figures (none while it is unavailable). */
+export function probeFigureStore(holder: CacheHolder): ProbeFigureStore {
   return {
-    get: (key, identity) => cache.probeFigures(key, identity),
-    put: (key, identity, f) => cache.storeProbeFigures(key, { identity, ...f, measuredAt: Date.now() }),
+    get: (key, identity) => holder.cache?.probeFigures(key, identity) ?? null,
+    put: (key, identity, f) => holder.cache?.storeProbeFigures(key, { identity, ...f, measuredAt: Date.now() }),
   };
 }

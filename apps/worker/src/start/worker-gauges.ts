@@ -3,6 +3,7 @@ import type { AbstractBackend } from "@xlaserve/core";
 import type { Metrics } from "@xlaserve/server";
 import type { HttpModules } from "../http/http-modules.ts";
 import type { ModelRegistry } from "../repository/registry.ts";
+import type { CacheHolder } from "./cache-holder.ts";
 
 /** The worker's own series beside the server's: the weight budget and per-model memory figures. */
 export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], Gauge: HttpModules["Gauge"]) {
@@ -33,6 +34,16 @@ export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], 
       labelNames: ["event"] as const,
       registers,
     }),
+    cacheDegraded: new Gauge({
+      name: "xlaserve_cache_degraded",
+      help: "1 while the program cache cannot be used (its state directory's disk is full or unwritable) and programs compile uncached",
+      registers,
+    }),
+    cacheWriteFailures: new Gauge({
+      name: "xlaserve_cache_write_failures",
+      help: "Programs that could not be stored in the program cache (full or unwritable disk) and were served uncached",
+      registers,
+    }),
     weightLoadSeconds: new Counter({
       name: "worker_weight_load_seconds_total",
       help: "Cumulative time spent loading weights to the device (seconds)",
@@ -51,6 +62,7 @@ export function scrapeWorkerFigures(
   backend: AbstractBackend,
   registry: ModelRegistry,
   fleet: FleetCounters | null = null,
+  cache: CacheHolder | null = null,
 ): void {
   if (fleet) {
     extra.fleetPrograms.set({ event: "fetched" }, fleet.fetches);
@@ -61,6 +73,10 @@ export function scrapeWorkerFigures(
     extra.fleetPrograms.set({ event: "unavailable" }, fleet.unavailable);
   }
   const dev = String(0);
+  if (cache) {
+    extra.cacheDegraded.set(cache.degraded ? 1 : 0);
+    extra.cacheWriteFailures.set(cache.writeFailures);
+  }
   try {
     const m = backend.memoryStats();
     metrics.deviceMemoryInUse.set({ device: dev }, m.inUseBytes);

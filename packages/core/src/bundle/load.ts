@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { XlaserveError } from "../errors.ts";
 import { MANIFEST_FILE, parseManifestYaml } from "./manifest.ts";
 import { loadModules } from "./modules.ts";
@@ -38,6 +38,13 @@ export async function loadBundle(dir: string, options: LoadBundleOptions = {}): 
 
 export interface LoadBundleOptions {
   /**
+   * The model repository the bundle belongs to: a bundle folder whose real path (symbolic links
+   * followed) is outside it is refused unless `followLinksOutside`, since the worker would write
+   * its .cache/ wherever the link points.
+   */
+  readonly repository?: string;
+  readonly followLinksOutside?: boolean;
+  /**
    * Weights files already checked against their manifest's weights_sha256 (by device, inode, size
    * and mtime): a restart or reload of unchanged weights skips hashing them again.
    */
@@ -52,6 +59,7 @@ async function loadValidated(absolute: string, name: string, options: LoadBundle
       field: "",
     });
   }
+  if (options.repository !== undefined && !options.followLinksOutside) checkInside(absolute, name, options.repository);
   const manifestPath = join(absolute, MANIFEST_FILE);
   if (!existsSync(manifestPath)) {
     throw new XlaserveError("BUNDLE_NOT_FOUND", `bundle "${name}": no ${MANIFEST_FILE} in ${absolute}`, {
@@ -106,6 +114,19 @@ export function discoverBundles(repositoryDir: string): BundleLocation[] {
     .map((entry) => ({ name: entry, dir: join(root, entry) }))
     .filter((b) => isDirectory(b.dir) && existsSync(join(b.dir, MANIFEST_FILE)))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+function checkInside(dir: string, name: string, repository: string): void {
+  const real = realpathSync(dir);
+  const root = realpathSync(resolve(repository));
+  const rel = relative(root, real);
+  if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) {
+    throw new XlaserveError(
+      "BUNDLE_INVALID",
+      `bundle "${name}": ${dir} links to ${real}, outside the model repository ${root}; set repository.followLinksOutside to serve it (its .cache/ is then written there)`,
+      { bundle: name, file: "", field: "", target: real },
+    );
+  }
 }
 
 function isDirectory(path: string): boolean {

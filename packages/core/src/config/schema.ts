@@ -102,6 +102,11 @@ export const ConfigSchema = Type.Object(
         path: Type.String({ minLength: 1, default: "examples/models" }),
         dynamic: Type.Boolean({ default: true, description: "watch the repository and load/reload/unload bundles" }),
         pollIntervalMs: Type.Integer({ minimum: 10, default: 2000 }),
+        followLinksOutside: Type.Boolean({
+          default: false,
+          description:
+            "serve a model folder that is a symbolic link to a folder outside the repository (its .cache/ is written there); refused by default",
+        }),
       },
       section,
     ),
