@@ -128,6 +128,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     log: logger,
     memory: config.memory,
     concurrency: { ...config.concurrency, perModel: config.concurrency.perModel ?? perModelDefault(backend) },
+    scheduling: config.scheduler,
     serverInfo,
     hooks: registryHooks(metrics, extra),
   });

@@ -77,6 +77,13 @@ export interface InferRequest {
   readonly id?: string;
   readonly inputs: ReadonlyMap<string, HostTensor>;
   readonly signal?: AbortSignal;
+  /**
+   * performance.now() past which the request is dropped before it runs (DEADLINE_EXCEEDED):
+   * the request's `timeout` parameter, or the transport's deadline (gRPC), whichever is sooner.
+   */
+  readonly deadline?: number;
+  /** The request's `priority` parameter: lower levels are served first; 0 or absent, the default. */
+  readonly priority?: number;
 }
 
 /** The statistics extension's per-model figures (times in nanoseconds, as KServe/Triton report). */

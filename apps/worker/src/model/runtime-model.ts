@@ -8,9 +8,9 @@ import type { Residency } from "../memory/budget.ts";
 import type { WeightManager, WeightOwner } from "../memory/weights.ts";
 import { basePlacement } from "../placement/base-placement.ts";
 import { ProgramPlacements } from "../placement/program-placements.ts";
-import { Coalescer } from "../scheduler/coalescer.ts";
-import { ConcurrencyLimiter } from "../scheduler/concurrency-limiter.ts";
 import type { DeviceLock } from "../scheduler/device-lock.ts";
+import type { DeviceScheduler } from "../scheduler/device-scheduler.ts";
+import type { ModelQueue, QueueFigures, QueuePolicy } from "../scheduler/model-queue.ts";
 import { type BatchItem, type BatchPlan, planBatch } from "./batch-plan.ts";
 import { INLINE_MAX_WEIGHT_BYTES, prepareInlineRuns } from "./inline-prep.ts";
 import { ModelPrograms } from "./model-programs.ts";
@@ -26,9 +26,16 @@ export { REPLICA_MAX_FACTOR } from "./replica-spec.ts";
 
 /** Hooks the runtime reports through (the worker binds them to the server's Metrics). */
 export interface RuntimeHooks {
-  queueDepth?(model: string, depth: number): void;
   computeSeconds?(model: string, seconds: number): void;
 }
+
+/** How the model's queue is served, less what the model knows itself (whether it can coalesce). */
+export type ModelQueueOptions = Omit<QueuePolicy, "compiledBatchSizes" | "coalesce"> & {
+  /** Coalesce queued requests into one execution where every input and output has a batch axis. */
+  readonly coalesce: boolean;
+  /** Executions in flight at once when it does coalesce. */
+  readonly coalescedInFlight: number;
+};
 
 export interface RuntimeModelOptions {
   readonly bundle: Bundle;
@@ -39,11 +46,8 @@ export interface RuntimeModelOptions {
   readonly residency: Residency;
   readonly hostWeights: readonly HostTensor[];
   readonly weightBytes: number;
-  readonly limiter: { perModel: number; queueDepth: number };
-  /** Coalesce concurrent requests into one execution (only where every tensor is batched). */
-  readonly coalesce?: boolean;
-  /** Coalesced executions in flight at once (default concurrency.perModel). */
-  readonly executionsInFlight?: number;
+  readonly scheduler: DeviceScheduler;
+  readonly queue: ModelQueueOptions;
   readonly deviceLock: DeviceLock;
   readonly log: Logger;
   readonly hooks?: RuntimeHooks;
@@ -70,8 +74,7 @@ const nsSince = (t0: number) => Math.round((performance.now() - t0) * 1e6);
  * lets its in-flight requests finish and forwards new ones to its successor.
  */
 export class RuntimeModel implements ServedModel {
-  /** Changes only through an in-place rename (the bundle folder was renamed). */
-  name: string;
+  private currentName: string;
   readonly version = "1";
   readonly platform: string;
   readonly inputs: readonly TensorSpec[];
@@ -96,9 +99,9 @@ export class RuntimeModel implements ServedModel {
   budgetInfo: () => Record<string, unknown> = () => ({});
 
   private readonly placements: ProgramPlacements;
-  private readonly limiter: ConcurrencyLimiter;
-  /** Greedy request coalescing, for models whose every input and output has a batch axis. */
-  private readonly coalescer: Coalescer<GroupItem, Map<string, HostTensor>> | null;
+  /** This version's queue on the device's scheduler. */
+  private readonly queue: ModelQueue<GroupItem, Map<string, HostTensor>>;
+  private readonly scheduler: DeviceScheduler;
   private readonly log: Logger;
   private readonly hooks: RuntimeHooks;
   private registered = false;
@@ -132,7 +135,7 @@ export class RuntimeModel implements ServedModel {
   constructor(options: RuntimeModelOptions) {
     const { bundle } = options;
     this.bundle = bundle;
-    this.name = bundle.name;
+    this.currentName = bundle.name;
     this.platform = options.platform;
     this.programs = new ModelPrograms(bundle, options.programs, () => this.name);
     this.inputs = this.programs.inputs;
@@ -145,23 +148,18 @@ export class RuntimeModel implements ServedModel {
     this.residency = options.residency;
     this.hostWeights = options.hostWeights;
     this.weightBytes = options.weightBytes;
-    this.limiter = new ConcurrencyLimiter(options.limiter.perModel, options.limiter.queueDepth, `model "${this.name}"`);
-    this.coalescer =
-      (options.coalesce ?? true) && this.programs.batchable
-        ? new Coalescer<GroupItem, Map<string, HostTensor>>({
-            maxBatch: this.maxBatchSize,
-            maxInFlight: options.executionsInFlight ?? options.limiter.perModel,
-            queueDepth: options.limiter.queueDepth,
-            label: `model "${this.name}"`,
-            run: (variant, items) => {
-              const tRun = performance.now();
-              for (const i of items) this.countQueue(tRun - i.t0);
-              const plan = planBatch(this.programs, this.name, variant, items);
-              const now = this.runInlineNow(plan);
-              return now ? Promise.resolve(now) : this.runLocked(plan);
-            },
-          })
-        : null;
+    const coalesce = options.queue.coalesce && this.programs.batchable;
+    this.scheduler = options.scheduler;
+    this.queue = options.scheduler.register<GroupItem, Map<string, HostTensor>>(
+      `model "${this.name}"`,
+      {
+        ...options.queue,
+        compiledBatchSizes: this.compiledBatchSizes,
+        coalesce,
+        maxInFlight: coalesce ? options.queue.coalescedInFlight : options.queue.maxInFlight,
+      },
+      (variant, items, size) => this.runBatch(variant, items, size),
+    );
     this.deviceLock = options.deviceLock;
     this.log = options.log;
     this.hooks = options.hooks ?? {};
@@ -169,6 +167,16 @@ export class RuntimeModel implements ServedModel {
     this.fingerprint = options.fingerprint;
     this.loadMs = options.loadMs;
     this.ownerId = `${this.name}#${options.generation}.${nextOwnerId++}`;
+  }
+
+  /** Changes only through an in-place rename (the bundle folder was renamed). */
+  get name(): string {
+    return this.currentName;
+  }
+
+  set name(name: string) {
+    this.currentName = name;
+    this.queue.label = `model "${name}"`;
   }
 
   /** The weight-manager registration of this model's weights. */
@@ -227,9 +235,7 @@ export class RuntimeModel implements ServedModel {
       loadMs: Math.round(this.loadMs * 10) / 10,
       programs: this.programRecords(),
       probe: this.probe,
-      queue: this.coalescer
-        ? { coalescing: true, running: this.coalescer.active, queued: this.coalescer.queued }
-        : { coalescing: false, running: this.limiter.active, queued: this.limiter.queued },
+      queue: this.queueFigures(),
       inline: this.placements.inline ? this.placements.inline.figures() : null,
       ...this.budgetInfo(),
     };
@@ -258,10 +264,9 @@ export class RuntimeModel implements ServedModel {
     this.predecessor = null;
   }
 
-  private countQueue(ms: number): void {
-    this.counters.queue.count++;
-    this.counters.queue.ns += Math.round(ms * 1e6);
-    this.queueWaits.add(ms / 1000);
+  /** The scheduler's figures for this version: queued, running, waits, batch fill, sheds. */
+  queueFigures(): QueueFigures {
+    return this.queue.figures();
   }
 
   programFor(variant: number | null, batchSize: number): { module: BundleModule; program: LoadedProgram } {
@@ -291,48 +296,39 @@ export class RuntimeModel implements ServedModel {
     const c = this.counters;
     const variant = this.programs.pickVariant(request.inputs);
     const batch = this.programs.requestBatch(request.inputs);
-    if (this.coalescer && batch !== null) {
-      const item: GroupItem = { inputs: request.inputs, batch, t0 };
-      try {
-        const pending = this.coalescer.submit(variant, item, request.signal);
-        this.hooks.queueDepth?.(this.name, this.coalescer.queued);
-        const out = await pending;
-        this.countSuccess(batch, t0);
-        return out;
-      } catch (err) {
-        c.fail.count++;
-        c.fail.ns += nsSince(t0);
-        throw err;
-      } finally {
-        this.hooks.queueDepth?.(this.name, this.coalescer.queued);
-      }
-    }
-    // A free slot is taken without a wait; the gauge then says what it would have after one.
-    if (!this.limiter.tryAcquire()) {
-      this.hooks.queueDepth?.(this.name, this.limiter.queued + 1);
-      try {
-        await this.limiter.acquire(request.signal);
-      } catch (err) {
-        this.hooks.queueDepth?.(this.name, this.limiter.queued);
-        c.fail.count++;
-        c.fail.ns += nsSince(t0);
-        throw err;
-      }
-    }
-    this.hooks.queueDepth?.(this.name, this.limiter.queued);
-    this.countQueue(performance.now() - t0);
     try {
-      const plan = planBatch(this.programs, this.name, variant, [{ inputs: request.inputs, batch }]);
-      const [out] = this.runInlineNow(plan) ?? (await this.runLocked(plan));
+      const out = await this.scheduler.submit(this.queue, {
+        variant,
+        rows: batch,
+        priority: request.priority,
+        deadline: request.deadline,
+        signal: request.signal,
+        payload: { inputs: request.inputs, batch, t0 },
+      });
       this.countSuccess(batch ?? 1, t0);
-      return out as Map<string, HostTensor>;
+      return out;
     } catch (err) {
       c.fail.count++;
       c.fail.ns += nsSince(t0);
       throw err;
-    } finally {
-      this.limiter.release();
     }
+  }
+
+  /** One execution the scheduler dispatched: the requests joined at `size` (batch-plan.ts). */
+  private runBatch(
+    variant: number | null,
+    items: readonly GroupItem[],
+    size: number | undefined,
+  ): Map<string, HostTensor>[] | Promise<Map<string, HostTensor>[]> {
+    const now = performance.now();
+    for (const i of items) {
+      const ms = now - i.t0;
+      this.counters.queue.count++;
+      this.counters.queue.ns += Math.round(ms * 1e6);
+      this.queueWaits.add(ms / 1000);
+    }
+    const plan = planBatch(this.programs, this.name, variant, items, size);
+    return this.runInlineNow(plan) ?? this.runLocked(plan);
   }
 
   private countSuccess(batch: number, t0: number): void {
@@ -354,11 +350,11 @@ export class RuntimeModel implements ServedModel {
     const lease = this.weights.leaseIfResident(this.ownerId);
     if (!lease) return null;
     try {
-      const prepared = this.timedInputs(plan, performance.now());
+      const tIn = performance.now();
+      const prepared = plan.inputsFor();
       const tRun = performance.now();
       const results = placement.runNow(prepared);
-      this.countRun(tRun, plan.rows);
-      return this.timedSplit(plan, results);
+      return this.splitTimed(plan, results, tIn, tRun);
     } finally {
       lease.release();
     }
@@ -372,39 +368,41 @@ export class RuntimeModel implements ServedModel {
       try {
         const executable = plan.program.executable;
         const placement = this.placements.of(executable);
-        const prepared = this.timedInputs(plan, tIn);
+        const prepared = plan.inputsFor();
         const tRun = performance.now();
         // An inline program whose weights had to be loaded first: the run itself is inline.
         const results =
           placement.where === "inline"
             ? placement.runNow(prepared)
             : await placement.run(executable, prepared, lease.buffers);
-        this.countRun(tRun, plan.rows);
-        return this.timedSplit(plan, results);
+        return this.splitTimed(plan, results, tIn, tRun);
       } finally {
         lease.release();
       }
     });
   }
 
-  private timedInputs(plan: BatchPlan, tIn: number): HostTensor[] {
-    const prepared = plan.inputsFor();
-    countPart(this.counters, "computeInput", nsSince(tIn), plan.rows);
-    return prepared;
-  }
-
-  private timedSplit(plan: BatchPlan, results: readonly HostTensor[]): Map<string, HostTensor>[] {
+  /**
+   * Splits the results back per request and counts the execution: inputs prepared from `tIn`
+   * (the lease included), the run from `tRun` until now, then the split.
+   */
+  private splitTimed(
+    plan: BatchPlan,
+    results: readonly HostTensor[],
+    tIn: number,
+    tRun: number,
+  ): Map<string, HostTensor>[] {
     const tOut = performance.now();
     const out = plan.split(results);
-    countPart(this.counters, "computeOutput", nsSince(tOut), plan.rows);
-    return out;
-  }
-
-  private countRun(tRun: number, rows: number): void {
-    const seconds = (performance.now() - tRun) / 1000;
-    countPart(this.counters, "computeInfer", Math.round(seconds * 1e9), rows);
+    const inputNs = Math.round((tRun - tIn) * 1e6);
+    const inferNs = Math.round((tOut - tRun) * 1e6);
+    const outputNs = nsSince(tOut);
+    countPart(this.counters, "computeInput", inputNs, plan.rows);
+    countPart(this.counters, "computeInfer", inferNs, plan.rows);
+    countPart(this.counters, "computeOutput", outputNs, plan.rows);
     this.counters.executionCount++;
-    this.hooks.computeSeconds?.(this.name, seconds);
+    this.hooks.computeSeconds?.(this.name, inferNs / 1e9);
+    return out;
   }
 
   /** The memory probe (probe.ts); doubles as the warm-up. */
@@ -451,7 +449,7 @@ export class RuntimeModel implements ServedModel {
    */
   async prepareInline(maxUs: number): Promise<InlineVerdict[] | null> {
     const backend = this.backend;
-    if (maxUs <= 0 || !isInlineHost(backend) || this.residency === "host" || this.coalescer) return null;
+    if (maxUs <= 0 || !isInlineHost(backend) || this.residency === "host" || this.queue.policy.coalesce) return null;
     if (this.weightBytes > INLINE_MAX_WEIGHT_BYTES || this.inlineAsked) return null;
     this.inlineAsked = true;
     const stillWanted = () => !this.retired && !this.disposed;
@@ -512,7 +510,7 @@ export class RuntimeModel implements ServedModel {
 
   /** Resolves once no request runs or waits on this version. */
   async drain(): Promise<void> {
-    await Promise.all([this.limiter.idle(), this.coalescer?.idle()]);
+    await this.queue.idle();
   }
 
   /** Frees the programs and the weights. Call after drain(). */
@@ -521,6 +519,7 @@ export class RuntimeModel implements ServedModel {
     this.disposed = true;
     if (!this.retired) this.retired = true;
     this.weights.unregister(this.ownerId);
+    this.scheduler.unregister(this.queue);
     this.placements.dispose();
     for (const p of this.programs.loaded()) p.executable.dispose();
   }

@@ -1,5 +1,5 @@
 /**
- * The waiters of an `idle()` call: the limiter and the batcher both let shutdown wait until
+ * The waiters of an `idle()` call: a model's queue lets shutdown wait until
  * nothing runs and nothing queues, and wake every such waiter at once when that happens.
  */
 export class IdleSignal {

@@ -47,7 +47,7 @@ export function registerReactantServerSeries(
   const inflight = gauge("worker_inflight_requests", "HTTP requests being answered now (this scrape excluded)");
   const maxConcurrent = gauge(
     "worker_max_concurrent_requests",
-    "Requests admitted at once across models (0: no worker-wide cap; see concurrency.perModel)",
+    "Executions on the device at once across models (scheduler.maxInFlight; 0: no worker-wide cap, see concurrency.perModel)",
   );
   const info = gauge("worker_info", "Worker identity and configuration (always 1)", [
     "worker",
@@ -62,12 +62,13 @@ export function registerReactantServerSeries(
       worker: hostname(),
       device_ordinal: "0",
       control_mode: config.repository.dynamic ? "poll" : "none",
-      discipline: config.concurrency.dynamicBatching ? "coalesce" : "fifo",
+      discipline: config.scheduler.discipline,
       residency_mode: config.memory.defaultResidency,
     },
     1,
   );
-  maxConcurrent.set(0);
+  const deviceBound = registry.scheduler.options.maxInFlight;
+  maxConcurrent.set(Number.isFinite(deviceBound) ? deviceBound : 0);
   metrics.onScrape(() => {
     const b = registry.currentBudget();
     cacheResident.set(device, registry.weights.residentOnDemandBytes);

@@ -2,10 +2,9 @@ import type { Metrics } from "@xlaserve/server";
 import type { RegistryHooks } from "../repository/registry.ts";
 import type { WorkerGauges } from "./worker-gauges.ts";
 
-/** The registry's events as metrics: queue depth, compute time, weight loads and cache outcomes. */
+/** The registry's events as metrics: compute time, weight loads and cache outcomes. */
 export function registryHooks(metrics: Metrics, extra: WorkerGauges): RegistryHooks {
   return {
-    queueDepth: (model, depth) => metrics.setQueueDepth(model, depth),
     computeSeconds: (model, s) => metrics.addComputeSeconds(model, s),
     weightLoad: (model, _bytes, s) => {
       metrics.weightLoads.inc({ model });

@@ -44,6 +44,26 @@ export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], 
       help: "Programs that could not be stored in the program cache (full or unwritable disk) and were served uncached",
       registers,
     }),
+    // The device scheduler's figures per model, set on scrape from its counters.
+    waitSeconds: perModel(
+      "worker_scheduler_wait_seconds_total",
+      "Time requests waited in the scheduler's queue before their execution started (seconds, summed)",
+    ),
+    dispatched: perModel("worker_scheduler_dispatched_total", "Requests the scheduler sent to the device"),
+    executions: perModel(
+      "worker_scheduler_executions_total",
+      "Executions the scheduler ran (several requests each when coalesced)",
+    ),
+    batchFill: perModel(
+      "worker_scheduler_batch_fill_ratio",
+      "Rows run over rows the executions' compiled batch sizes held (1: no padding)",
+    ),
+    shed: new Gauge({
+      name: "worker_scheduler_shed_total",
+      help: "Requests refused or dropped instead of run: queue_full (429), deadline and laxity (504), aborted",
+      labelNames: ["model", "reason"] as const,
+      registers,
+    }),
     weightLoadSeconds: new Counter({
       name: "worker_weight_load_seconds_total",
       help: "Cumulative time spent loading weights to the device (seconds)",
@@ -108,4 +128,22 @@ export function scrapeWorkerFigures(
     extra.modelPinned.set({ model: m.name }, m.residency === "pinned" ? 1 : 0);
   }
   extra.modelsLoaded.set(registry.models().length);
+  extra.waitSeconds.reset();
+  extra.dispatched.reset();
+  extra.executions.reset();
+  extra.batchFill.reset();
+  extra.shed.reset();
+  for (const m of registry.models()) {
+    const q = m.queueFigures();
+    const model = m.name;
+    metrics.setQueueDepth(model, q.queued);
+    extra.waitSeconds.set({ model }, ((q.meanWaitMs ?? 0) * q.dispatched) / 1000);
+    extra.dispatched.set({ model }, q.dispatched);
+    extra.executions.set({ model }, q.executions);
+    if (q.batchFill !== null) extra.batchFill.set({ model }, q.batchFill);
+    extra.shed.set({ model, reason: "queue_full" }, q.shed.queueFull);
+    extra.shed.set({ model, reason: "deadline" }, q.shed.deadline);
+    extra.shed.set({ model, reason: "laxity" }, q.shed.laxity);
+    extra.shed.set({ model, reason: "aborted" }, q.shed.aborted);
+  }
 }

@@ -176,6 +176,80 @@ export const ConfigSchema = Type.Object(
       },
       section,
     ),
+    scheduler: Type.Object(
+      {
+        discipline: Type.Union([Type.Literal("fifo"), Type.Literal("fair"), Type.Literal("edf")], {
+          default: "fifo",
+          description:
+            "which model's queue the device serves next: fifo (oldest request), fair (deficit-weighted by each model's recent compute, scaled by its weight) or edf (earliest deadline first, shedding requests that cannot finish in time)",
+        }),
+        maxInFlight: Type.Integer({
+          minimum: 0,
+          default: 0,
+          description:
+            "executions on the device at once, across models; 0: no device-wide bound under fifo (each model's concurrency.perModel), 1 on a serial engine (the CPU engine) and 2 otherwise under fair and edf, so requests wait where the discipline orders them",
+        }),
+        maxQueued: Type.Integer({
+          minimum: 0,
+          default: 0,
+          description:
+            "requests queued across every model before more are refused with 429 (0: only each model's queueDepth)",
+        }),
+        maxQueueDelayUs: Type.Number({
+          minimum: 0,
+          default: 0,
+          description:
+            "with dynamic batching, how long the oldest queued request may wait for more to fill a batch before a partial batch runs",
+        }),
+        defaultPriority: Type.Integer({
+          minimum: 1,
+          default: 100,
+          description: "priority level of a request that gives none (or 0); lower levels are served first",
+        }),
+        emaHalfLifeMs: Type.Number({
+          exclusiveMinimum: 0,
+          default: 1000,
+          description: "fair: half-life of each model's recent-compute average",
+        }),
+        costAlpha: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 1,
+          default: 0.3,
+          description: "weight of the newest measurement in each (model, batch size) cost average",
+        }),
+        fairnessCap: Type.Number({
+          exclusiveMinimum: 0,
+          default: 1,
+          description: "fair: bound on a model's deficit, so no model is locked out or dominates for long",
+        }),
+        models: Type.Record(
+          Type.String(),
+          Type.Object(
+            {
+              weight: Type.Optional(
+                Type.Number({ exclusiveMinimum: 0, description: "fair: share of device time (default 1)" }),
+              ),
+              maxBatchSize: Type.Optional(
+                Type.Integer({ minimum: 1, description: "rows coalesced into one execution at most" }),
+              ),
+              preferredBatchSizes: Type.Optional(
+                Type.Array(Type.Integer({ minimum: 1 }), {
+                  description: "compiled batch sizes to run at whenever the queue can fill one",
+                }),
+              ),
+              maxQueueDelayUs: Type.Optional(Type.Number({ minimum: 0 })),
+              queueDepth: Type.Optional(Type.Integer({ minimum: 1 })),
+            },
+            { additionalProperties: false },
+          ),
+          {
+            default: {},
+            description: "per-model scheduling: weight, maxBatchSize, preferredBatchSizes, maxQueueDelayUs, queueDepth",
+          },
+        ),
+      },
+      section,
+    ),
     placement: Type.Object(
       {
         engineThread: Type.Boolean({

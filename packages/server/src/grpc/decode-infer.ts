@@ -15,6 +15,7 @@ import type {
   ModelInferRequest,
   ModelInferRequest_InferInputTensor,
 } from "./gen/grpc_service_pb.ts";
+import { schedulingOf } from "../infer/scheduling-parameters.ts";
 import { plainParameters } from "./parameters.ts";
 
 interface GrpcInput extends InputHead {
@@ -106,6 +107,7 @@ export function decodeGrpcInfer(
     id: request.id === "" ? undefined : request.id,
     inputs: decoded,
     outputs: planOutputs(model, outputs, false, batch, sharedMemory),
+    ...schedulingOf(plainParameters("the request", request.parameters)),
   };
 }
 

@@ -10,6 +10,7 @@ import {
 } from "@xlaserve/core";
 import type { ServedModel } from "../contract.ts";
 import { badRequest } from "../http-error.ts";
+import { type SchedulingRequest, schedulingOf } from "./scheduling-parameters.ts";
 import { planSharedOutput, readSharedInput } from "../shared-memory/tensors.ts";
 import type { SharedMemoryRegistry } from "../shared-memory/registry.ts";
 import { SHM_REGION, type SharedTensorRef, sharedTensorRef } from "../shared-memory/tensor-params.ts";
@@ -29,7 +30,7 @@ export interface SharedOutput extends SharedTensorRef {
   readonly target: Uint8Array;
 }
 
-export interface DecodedRequest {
+export interface DecodedRequest extends SchedulingRequest {
   readonly id: string | undefined;
   readonly inputs: Map<string, HostTensor>;
   readonly outputs: readonly OutputPlan[];
@@ -105,7 +106,12 @@ export function decodeInferRequest(
   }
   checkMissing(model, inputs);
   const allBinary = flag("parameters.binary_data_output", body.parameters?.binary_data_output) ?? false;
-  return { id: body.id, inputs, outputs: planOutputs(model, body.outputs, allBinary, batch, sharedMemory) };
+  return {
+    id: body.id,
+    inputs,
+    outputs: planOutputs(model, body.outputs, allBinary, batch, sharedMemory),
+    ...schedulingOf(body.parameters),
+  };
 }
 
 /**

@@ -9,6 +9,7 @@ import type { SharedMemoryRegistry } from "../shared-memory/registry.ts";
 import { writeSharedOutputs } from "../shared-memory/tensors.ts";
 import { HEADER_LENGTH, splitBody } from "./body.ts";
 import { type DecodedRequest, type OutputPlan, decodeInferRequest } from "./decode-request.ts";
+import { soonest } from "./scheduling-parameters.ts";
 import { type ResponseHead, encodeInferResponse } from "./encode-response.ts";
 import { checkEnvelope } from "./envelope.ts";
 
@@ -112,10 +113,17 @@ export class InferService {
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
       const decoded = await call.decode(model, context);
       context.id = decoded.id;
-      if (call.deadline !== undefined && performance.now() >= call.deadline) {
+      const deadline = soonest(call.deadline, decoded.deadline);
+      if (deadline !== undefined && performance.now() >= deadline) {
         throw new XlaserveError("DEADLINE_EXCEEDED", "the request's deadline passed before it could run");
       }
-      const results = await model.infer({ id: decoded.id, inputs: decoded.inputs, signal: call.signal });
+      const results = await model.infer({
+        id: decoded.id,
+        inputs: decoded.inputs,
+        signal: call.signal,
+        deadline,
+        priority: decoded.priority,
+      });
       writeSharedOutputs(decoded.outputs, results);
       answer = call.encode(
         { modelName: model.name, modelVersion: model.version, id: decoded.id },

@@ -92,5 +92,11 @@ function statisticsMessage(s: Stats) {
       cacheHit: duration(i.cache_hit),
       cacheMiss: duration(i.cache_miss),
     },
+    batchStats: s.batch_stats.map((b) => ({
+      batchSize: BigInt(b.batch_size),
+      computeInput: duration(b.compute_input),
+      computeInfer: duration(b.compute_infer),
+      computeOutput: duration(b.compute_output),
+    })),
   };
 }

@@ -1,0 +1,58 @@
+/**
+ * The fair discipline's bookkeeping per model: device time spent recently (an average decaying
+ * with a half-life) and a learned cost per compiled batch size. A model that used less than its
+ * share of recent device time scores higher; dividing by the execution's cost keeps an expensive
+ * model from holding the device on a marginal edge, and the clamp bounds both lockout and
+ * domination (ReactantServer's scheduler, which this follows).
+ */
+export class FairShare {
+  /** Recent device seconds, decayed to `updatedAt`. */
+  private ema = 0;
+  private updatedAt = performance.now();
+  private readonly costs = new Map<number, number>();
+
+  constructor(
+    public weight: number,
+    private readonly halfLifeMs: number,
+    private readonly alpha: number,
+  ) {}
+
+  /** The recent device time, decayed to `now`. */
+  recent(now: number): number {
+    const dt = now - this.updatedAt;
+    if (dt > 0) {
+      this.ema *= 2 ** (-dt / this.halfLifeMs);
+      this.updatedAt = now;
+    }
+    return this.ema;
+  }
+
+  /** One execution at `size` took `seconds` of device time. */
+  record(size: number, seconds: number, now: number): void {
+    this.recent(now);
+    this.ema += seconds;
+    const old = this.costs.get(size);
+    this.costs.set(size, old === undefined ? seconds : this.alpha * seconds + (1 - this.alpha) * old);
+  }
+
+  /** Seconds an execution at `size` is expected to take (DEFAULT_COST_S until one was measured). */
+  cost(size: number): number {
+    return this.costs.get(size) ?? DEFAULT_COST_S;
+  }
+
+  costsMs(): Record<string, number> {
+    return Object.fromEntries([...this.costs].map(([size, s]) => [`b${size}`, Math.round(s * 1e5) / 100]));
+  }
+}
+
+/**
+ * The cost assumed for a (model, size) not measured yet. Its value hardly matters: while every
+ * candidate is unmeasured they share it and the deficit decides; the first execution replaces it.
+ */
+export const DEFAULT_COST_S = 0.001;
+
+/** The fair score: positive while a model is owed device time, scaled by what its execution costs. */
+export function fairScore(share: number, recentShare: number, cap: number, costSeconds: number): number {
+  const deficit = Math.min(cap, Math.max(-cap, share - recentShare));
+  return deficit / Math.max(costSeconds, 1e-9);
+}
