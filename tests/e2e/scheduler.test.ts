@@ -240,6 +240,23 @@ describe("disciplines (two models, one execution at a time)", () => {
   }, 60_000);
 });
 
+describe("batch invariance", () => {
+  test("each coalescing model reports whether coalescing changes an output bit, in its metadata and log", async () => {
+    const w = await start({ concurrency: { dynamicBatching: true } });
+    const report = await waitFor(async () => {
+      const meta = (await (await fetch(`${w.url}/v2/models/mlp`)).json()) as {
+        xlaserve?: { batchInvariance?: { invariant: boolean; rows: number; checks: { size: number }[] } };
+      };
+      return meta.xlaserve?.batchInvariance ?? null;
+    });
+    expect(report.rows).toBe(1);
+    expect(report.checks.map((c) => c.size)).toEqual([8]);
+    expect(typeof report.invariant).toBe("boolean");
+    const line = logs.find("batch invariance").find((l) => l.model === "mlp");
+    expect(line?.invariant).toBe(report.invariant);
+  }, 60_000);
+});
+
 describe("deadlines and shedding", () => {
   test("a request whose timeout passes while it waits is dropped before it runs: 504, and it never ran", async () => {
     const w = await start({ scheduler: { maxInFlight: 1 } });

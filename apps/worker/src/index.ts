@@ -129,6 +129,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     memory: config.memory,
     concurrency: { ...config.concurrency, perModel: config.concurrency.perModel ?? perModelDefault(backend) },
     scheduling: config.scheduler,
+    measureBatchInvariance: true,
     serverInfo,
     hooks: registryHooks(metrics, extra),
   });

@@ -11,6 +11,7 @@ import { ProgramPlacements } from "../placement/program-placements.ts";
 import type { DeviceLock } from "../scheduler/device-lock.ts";
 import type { DeviceScheduler } from "../scheduler/device-scheduler.ts";
 import type { ModelQueue, QueueFigures, QueuePolicy } from "../scheduler/model-queue.ts";
+import { type BatchInvariance, measureBatchInvariance } from "./batch-invariance.ts";
 import { type BatchItem, type BatchPlan, planBatch } from "./batch-plan.ts";
 import { INLINE_MAX_WEIGHT_BYTES, prepareInlineRuns } from "./inline-prep.ts";
 import { ModelPrograms } from "./model-programs.ts";
@@ -95,6 +96,8 @@ export class RuntimeModel implements ServedModel {
   loadMs: number;
   scratchBytes = 0;
   probe: ProbeResult | null = null;
+  /** Whether coalescing changes any output bit of this model here (batch-invariance.ts); null until measured. */
+  batchInvariance: BatchInvariance | null = null;
   /** Filled by the registry: the budget figures and the state reported in extra(). */
   budgetInfo: () => Record<string, unknown> = () => ({});
 
@@ -235,6 +238,7 @@ export class RuntimeModel implements ServedModel {
       loadMs: Math.round(this.loadMs * 10) / 10,
       programs: this.programRecords(),
       probe: this.probe,
+      batchInvariance: this.batchInvariance,
       queue: this.queueFigures(),
       inline: this.placements.inline ? this.placements.inline.figures() : null,
       ...this.budgetInfo(),
@@ -485,6 +489,21 @@ export class RuntimeModel implements ServedModel {
   /** Adds what a replica on another HTTP thread answered into this model's statistics. */
   addReplicaStats(d: ModelStats): void {
     addStats(this.counters, d);
+  }
+
+  /**
+   * Measures whether coalescing changes this model's answers (batch-invariance.ts), beside the
+   * requests, through the placement chosen at load. Null for a model that cannot coalesce.
+   */
+  async checkBatchInvariance(): Promise<BatchInvariance | null> {
+    const placement = this.placements.atLoad;
+    const report = await measureBatchInvariance(this.programs, (size, inputs) =>
+      this.withEngineWeights((weights) =>
+        placement.run(this.programs.programFor(null, size).program.executable, inputs, weights),
+      ),
+    );
+    this.batchInvariance = report;
+    return report;
   }
 
   /** `fn` with the model's weights resident on the engine, as a request holds them. */

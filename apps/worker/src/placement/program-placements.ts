@@ -20,6 +20,11 @@ export class ProgramPlacements {
     this.inlineRuns = runs;
   }
 
+  /** The placement chosen at load (what every program falls back to). */
+  get atLoad(): Placement {
+    return this.base;
+  }
+
   get inline(): InlineRuns | null {
     return this.inlineRuns;
   }

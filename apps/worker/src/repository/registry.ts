@@ -42,6 +42,8 @@ export interface RegistryOptions {
   readonly memory: MemoryOptions;
   readonly concurrency: { readonly perModel: number; readonly queueDepth: number; readonly dynamicBatching?: boolean };
   readonly serverInfo: () => ServerInfo;
+  /** Measure each batchable model's batch invariance once it serves (the worker does; tests that count runs do not). */
+  readonly measureBatchInvariance?: boolean;
   /** The device scheduler's settings (config scheduler); defaults when absent. */
   readonly scheduling?: SchedulingConfig;
   readonly hooks?: RegistryHooks;
@@ -100,6 +102,8 @@ export class ModelRegistry implements ModelRegistryView {
   /** Who fits the weight budget. */
   private readonly weightFit: WeightAdmission;
   private readonly inlineReplicas: InlineReplicas;
+  /** Measurements running beside the requests (shutdown waits for them). */
+  private readonly background = new Set<Promise<void>>();
   /** Serializes the budget checks and swaps of concurrent loads (see doLoad). */
   private admission: Promise<void> = Promise.resolve();
   private readonly log: Logger;
@@ -342,6 +346,7 @@ export class ModelRegistry implements ModelRegistryView {
     const current = this.models();
     for (const m of current) m.retire(null, err);
     await this.inlineReplicas.settled(); // each stops at its next step once retired
+    await Promise.allSettled([...this.background]);
     await Promise.all(current.map((m) => m.drain()));
     for (const m of current) m.dispose();
     for (const s of this.slots.values()) {
@@ -538,6 +543,7 @@ export class ModelRegistry implements ModelRegistryView {
         loaded.onInlineDue = () => this.inlineReplicas.prepare(loaded);
       }
       loaded.onRetired = () => this.inlineReplicas.drop(loaded.name, loaded.generation);
+      if (this.options.measureBatchInvariance) this.checkInvariance(loaded);
       if (old) {
         void old.drain().then(() => {
           loaded.foldPredecessor();
@@ -583,6 +589,33 @@ export class ModelRegistry implements ModelRegistryView {
   addReplicaStats(name: string, generation: number, stats: ModelStats): void {
     const current = this.slots.get(name)?.current;
     if (current && current.generation === generation) current.addReplicaStats(stats);
+  }
+
+  /**
+   * Whether coalescing changes the model's answers, measured beside the requests once it serves
+   * and logged ("batch invariance"), so operators turn coalescing on knowing what it costs.
+   */
+  private checkInvariance(model: RuntimeModel): void {
+    const job = model
+      .checkBatchInvariance()
+      .then((report) => {
+        if (!report) return;
+        this.log.info("batch invariance", {
+          model: model.name,
+          invariant: report.invariant,
+          rows: report.rows,
+          checks: report.checks,
+          ms: report.ms,
+          coalescing: this.options.concurrency.dynamicBatching ?? false,
+        });
+      })
+      .catch((err) => {
+        if (!model.isRetired()) {
+          this.log.warn("batch invariance not measured", { model: model.name, error: asXlaserveError(err).message });
+        }
+      })
+      .finally(() => this.background.delete(job));
+    this.background.add(job);
   }
 
   /** Waits for the admission turn; call the returned function to pass it on. */
