@@ -2,12 +2,13 @@
  * Readiness as a load balancer needs it: the worker is ready only when every model that should
  * serve does (strict, the default), or with `server.readiness: lenient` when at least one does;
  * never when nothing serves. The reason is in the body. A model that failed to load answers 503
- * with its load error, not 404.
+ * with its load error, not 404. gRPC's ServerReady gives the same answer as REST in every case.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StartedWorker } from "../../apps/worker/src/index.ts";
+import { InferenceClient } from "../../packages/server/src/grpc/client.ts";
 import { startCpuWorker } from "./cpu-worker.ts";
 import { type TempRepo, collectLogs, copyBundle, makeRepo } from "./helpers.ts";
 
@@ -38,6 +39,16 @@ async function start(repo: TempRepo, readiness?: "strict" | "lenient"): Promise<
   return worker;
 }
 
+/** gRPC ServerReady of the worker (same rule and setting as REST's /v2/health/ready). */
+async function grpcReady(worker: StartedWorker): Promise<boolean> {
+  const client = new InferenceClient(worker.grpcAddress as string);
+  try {
+    return (await client.call("serverReady", {})).ready;
+  } finally {
+    client.close();
+  }
+}
+
 async function get(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(url);
   return { status: r.status, body: JSON.parse(await r.text()) };
@@ -52,6 +63,7 @@ describe("readiness", () => {
     expect(String(r.body.error)).toContain("broken");
     expect(String(r.body.error)).toContain("executable_inputs");
     expect(r.body.not_ready).toEqual([expect.objectContaining({ name: "broken", state: "UNAVAILABLE" })]);
+    expect(await grpcReady(worker)).toBe(false);
     // The model that loaded still serves.
     expect((await fetch(`${worker.url}/v2/models/mlp/ready`)).status).toBe(200);
   });
@@ -79,6 +91,7 @@ describe("readiness", () => {
     const r = await get(`${worker.url}/v2/health/ready`);
     expect(r.status).toBe(200);
     expect(r.body.ready).toBe(true);
+    expect(await grpcReady(worker)).toBe(true);
   });
 
   for (const readiness of ["strict", "lenient"] as const) {
@@ -90,6 +103,7 @@ describe("readiness", () => {
       const r = await get(`${worker.url}/v2/health/ready`);
       expect(r.status).toBe(503);
       expect(String(r.body.error)).toContain("no model");
+      expect(await grpcReady(worker)).toBe(false);
     });
   }
 });

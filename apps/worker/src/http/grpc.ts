@@ -54,6 +54,7 @@ export function startWorkerGrpc(
     port,
     maxMessageBytes: config.server.grpcMaxMessageBytes,
     authToken: config.server.authToken,
+    readiness: config.server.readiness,
     tls: tlsOf(config),
   });
 }

@@ -1,6 +1,7 @@
 import type { Logger } from "@xlaserve/core";
 import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { ModelRegistryView } from "../contract.ts";
+import type { ReadinessMode } from "../health/readiness.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { InferService, type RequestCounter } from "../infer/service.ts";
 import type { SharedMemoryRegistry } from "../shared-memory/registry.ts";
@@ -37,6 +38,8 @@ export interface GrpcServerOptions {
   readonly authToken?: string;
   /** Serve TLS instead of cleartext HTTP/2 (h2c). */
   readonly tls?: GrpcTls;
+  /** ServerReady's rule, as REST's /v2/health/ready (default strict). */
+  readonly readiness?: ReadinessMode;
 }
 
 export interface RunningGrpcServer {
@@ -64,7 +67,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     "grpc.max_send_message_length": max,
   });
   const implementation: UntypedServiceImplementation = {
-    ...serverInfoHandlers(registry, metrics.requestBook),
+    ...serverInfoHandlers(registry, metrics.requestBook, options.readiness),
     ...repositoryHandlers(registry, options.authToken, logger),
     ...sharedMemoryHandlers(sharedMemory),
     ModelInfer: modelInferHandler(infer),

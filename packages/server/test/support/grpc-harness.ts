@@ -1,5 +1,6 @@
 import { createLogger } from "@xlaserve/core";
 import { createServerApp } from "../../src/app.ts";
+import type { ReadinessMode } from "../../src/health/readiness.ts";
 import { InferenceClient } from "../../src/grpc/client.ts";
 import { type GrpcTls, startGrpcServer } from "../../src/grpc/server.ts";
 import { Metrics } from "../../src/metrics/metrics.ts";
@@ -20,9 +21,16 @@ export interface GrpcHarness {
 
 /** The REST app and the gRPC service over one test registry and one shared-memory registry. */
 export async function startGrpcHarness(
-  options: { authToken?: string; maxMessageBytes?: number; tls?: GrpcTls } = {},
+  options: {
+    authToken?: string;
+    maxMessageBytes?: number;
+    tls?: GrpcTls;
+    readiness?: ReadinessMode;
+    /** The registry to serve (default: a new TestRegistry). */
+    registry?: TestRegistry;
+  } = {},
 ): Promise<GrpcHarness> {
-  const registry = new TestRegistry();
+  const registry = options.registry ?? new TestRegistry();
   const metrics = new Metrics();
   const sharedMemory = new SharedMemoryRegistry();
   const logs: Record<string, unknown>[] = [];
@@ -32,7 +40,7 @@ export async function startGrpcHarness(
     logger,
     metrics,
     sharedMemory,
-    config: { maxBodyBytes: 1024 * 1024, authToken: options.authToken },
+    config: { maxBodyBytes: 1024 * 1024, authToken: options.authToken, readiness: options.readiness },
   });
   const http = startServer(app, { host: "127.0.0.1", port: 0 });
   const grpc = await startGrpcServer({
@@ -45,6 +53,7 @@ export async function startGrpcHarness(
     authToken: options.authToken,
     maxMessageBytes: options.maxMessageBytes,
     tls: options.tls,
+    readiness: options.readiness,
   });
   const client = new InferenceClient(grpc.address);
   return {

@@ -1,4 +1,5 @@
 import type { ModelRegistryView } from "../../contract.ts";
+import { type ReadinessMode, readinessOf } from "../../health/readiness.ts";
 import { findModel, modelConfig, modelMetadata, serverMetadata } from "../../metadata/service.ts";
 import type { RequestBook } from "../../stats/request-book.ts";
 import { allStatistics, modelStatistics } from "../../stats/service.ts";
@@ -13,11 +14,18 @@ function version(v: string): string | undefined {
   return v === "" ? undefined : v;
 }
 
-/** Health, metadata, configuration and statistics: the REST answers' content, as messages. */
-export function serverInfoHandlers(registry: ModelRegistryView, book?: RequestBook): Record<string, UnaryHandler> {
+/**
+ * Health, metadata, configuration and statistics: the REST answers' content, as messages.
+ * ServerReady follows the same rule as REST's /v2/health/ready (`readiness`, strict by default).
+ */
+export function serverInfoHandlers(
+  registry: ModelRegistryView,
+  book?: RequestBook,
+  readiness: ReadinessMode = "strict",
+): Record<string, UnaryHandler> {
   return {
     ServerLive: unary(m.serverLive, () => ({ live: registry.isLive() })),
-    ServerReady: unary(m.serverReady, () => ({ ready: registry.isReady() })),
+    ServerReady: unary(m.serverReady, () => ({ ready: readinessOf(registry, readiness).ready })),
     ModelReady: unary(m.modelReady, (r) => ({ ready: findModel(registry, r.name, version(r.version)).ready() })),
     ServerMetadata: unary(m.serverMetadata, () => {
       const info = serverMetadata(registry);
