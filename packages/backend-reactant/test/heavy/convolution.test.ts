@@ -105,6 +105,54 @@ describe("convolution", () => {
     expectClose(withBlas.data as Float32Array, naiveConvolution(lhs, rhs, attrs).data, 1e-5);
   });
 
+  test("depthwise (one input channel per group): multipliers, windows and layouts against the oracle", () => {
+    const next = rng(11);
+    for (let seed = 0; seed < 40; seed++) {
+      const channels = randInt(next, 2, 9);
+      const multiplier = randInt(next, 1, 3);
+      const batch = randInt(next, 1, 3);
+      const [h, w] = [randInt(next, 1, 9), randInt(next, 1, 9)];
+      const [kh, kw] = [randInt(next, 1, 3), randInt(next, 1, 3)];
+      const attrs: ConvAttributes = {
+        dims: seed % 2 === 0 ? NHWC_HWIO : randomDims(next, 2),
+        windowStrides: [randInt(next, 1, 2), randInt(next, 1, 2)],
+        padding: [
+          [randInt(next, -1, 2), randInt(next, 0, 2)],
+          [randInt(next, 0, 2), randInt(next, -1, 2)],
+        ],
+        lhsDilation: [randInt(next, 1, 2), 1],
+        rhsDilation: [1, randInt(next, 1, 2)],
+        windowReversal: [next() < 0.3, next() < 0.3],
+        featureGroupCount: channels,
+      };
+      const d = attrs.dims;
+      const lhsShape = shapeFor(
+        [
+          [d.inputBatch, batch],
+          [d.inputFeature, channels],
+          [d.inputSpatial[0] as number, h],
+          [d.inputSpatial[1] as number, w],
+        ],
+        4,
+      );
+      const rhsShape = shapeFor(
+        [
+          [d.kernelInputFeature, 1],
+          [d.kernelOutputFeature, channels * multiplier],
+          [d.kernelSpatial[0] as number, kh],
+          [d.kernelSpatial[1] as number, kw],
+        ],
+        4,
+      );
+      const lhs = randomF32(next, lhsShape);
+      const rhs = randomF32(next, rhsShape);
+      const expected = naiveConvolution(lhs, rhs, attrs);
+      const actual = convolution(lhs, rhs, attrs);
+      expect(actual.shape).toEqual(expected.shape);
+      expectClose(actual.data as Float32Array, expected.data, 1e-6);
+    }
+  });
+
   test("ResNet-style NHWC/HWIO: 1x1, 3x3 pad 1, 7x7 stride 2", () => {
     const next = rng(7);
     const cases: [number[], number[], ConvAttributes][] = [

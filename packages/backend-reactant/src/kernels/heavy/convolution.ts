@@ -17,6 +17,7 @@ import {
 } from "../../array.ts";
 import { gemm } from "../../blas/index.ts";
 import { type ConvAttributes, type ConvGeometry, convGeometry } from "./conv-attributes.ts";
+import { depthwise2d, isDepthwise2d } from "./depthwise.ts";
 import { dotGeneral } from "./dot-general.ts";
 import { fromFloats, isF8, toFloat32, toFloat64 } from "./element-io.ts";
 import { unsupported } from "./errors.ts";
@@ -176,6 +177,10 @@ function floatConvolution(
     return out;
   }
   const tables = tapTables(g);
+  if (isDepthwise2d(g)) {
+    depthwise2d(g, tables, input, kernel, out);
+    return out;
+  }
   const rowsPerChunk = Math.max(1, Math.min(positions, Math.floor(CHUNK_ELEMENTS / Math.max(1, depth))));
   const col = colScratch(f64, rowsPerChunk * depth);
   for (let group = 0; group < g.groups; group++) {
