@@ -230,13 +230,35 @@ export function pad(x: NDArray, value: NDArray, low: number[], high: number[], i
   );
 }
 
-export function iota(type: NDArray["type"], shape: number[], dim: number): NDArray {
+/** `alloc`, where given, supplies the output storage for one-slot types (every element written). */
+export function iota(type: NDArray["type"], shape: number[], dim: number, alloc?: DataAlloc): NDArray {
   const n = elementCount(shape);
+  const slots = slotsPerElement(type);
+  if (slots === 1 && n > 0) {
+    const out = (alloc ?? allocData)(type, n);
+    const size = shape[dim] as number;
+    let inner = 1;
+    for (let d = dim + 1; d < shape.length; d++) inner *= shape[d] as number;
+    const outer = n / (size * inner);
+    // Each value encoded once, then written in runs: (outer, value, inner).
+    const values: (number | bigint)[] = [];
+    for (let v = 0; v < size; v++) {
+      writeIota(out, 0, v, type);
+      values.push(out[0] as number | bigint);
+    }
+    const o = out as unknown as { [i: number]: number | bigint };
+    let w = 0;
+    for (let a = 0; a < outer; a++)
+      for (let v = 0; v < size; v++) {
+        const x = values[v] as number | bigint;
+        for (let k = 0; k < inner; k++) o[w++] = x;
+      }
+    return { type, shape: [...shape], data: out };
+  }
   const out = allocData(type, n);
   const st = strides(shape);
   const stride = st[dim] as number;
   const size = shape[dim] as number;
-  const slots = slotsPerElement(type);
   for (let i = 0; i < n; i++) {
     const v = Math.floor(i / stride) % size;
     writeIota(out, i * slots, v, type);

@@ -186,7 +186,8 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       const t = op.resultTypes[0];
       if (!isTensorType(t)) throw unsupported("iota", "needs a tensor result type");
       const dim = Number(a.iota_dimension ?? 0);
-      return () => [layout.iota(t.elem, t.shape, dim)];
+      const alloc = pooledOutputs();
+      return (_args, frame) => [layout.iota(t.elem, t.shape, dim, alloc(frame))];
     }
     case "stablehlo.get_dimension_size": {
       const dim = Number(a.dimension);

@@ -73,9 +73,13 @@ export function sort(
   const total = shape.reduce((p, d) => p * d, 1);
   if (total === 0) return results;
   const lines = total / length;
-  const before = options.fastKey
-    ? keyOrder(options.keys ?? inputs[options.fastKey.operand], options.fastKey)
-    : regionOrder(inputs, comparator);
+  const packed = options.fastKey ? radixKeys(options.keys ?? inputs[options.fastKey.operand], options.fastKey) : null;
+  // The comparison the merge sort asks, where the radix keys do not apply.
+  const before = packed
+    ? null
+    : options.fastKey
+      ? keyOrder(options.keys ?? inputs[options.fastKey.operand], options.fastKey)
+      : regionOrder(inputs, comparator);
   const moves = inputs.map((input, k) => ({
     from: bitExact(input.data, slotsPerElement(input.type)),
     to: bitExact((results[k] as NDArray).data, 1).view,
@@ -86,25 +90,31 @@ export function sort(
   const networkOrders = useNetwork
     ? networkSortOrders(inputs, comparator, lines, length, (line, position) => lineBase(line) + position * stride)
     : null;
-  const packed = options.fastKey ? radixKeys(options.keys ?? inputs[options.fastKey.operand], options.fastKey) : null;
   const radix = packed ? new RadixScratch(length) : null;
-  // Selecting the first K by a heap pays off while K is a small part of the line.
+  // Selecting the first K by a heap pays off while K is a small part of the line; only those K
+  // positions of each result line are then written.
   const selectCount = options.prefix !== undefined && options.prefix * 8 <= length ? options.prefix : length;
   for (let line = 0; line < lines; line++) {
     const base = lineBase(line);
     let order: Int32Array;
     if (networkOrders) order = networkOrders.subarray(line * length, (line + 1) * length);
     else if (packed && radix) {
-      for (let i = 0; i < length; i++) radix.keys[i] = packed[base + i * stride] as number;
-      order = selectCount < length ? radix.smallest(selectCount) : radix.sort();
-    } else order = stableSortIndices(length, (b, a) => before(base + b * stride, base + a * stride));
+      if (selectCount < length) order = radix.smallest(packed, base, stride, selectCount);
+      else {
+        for (let i = 0; i < length; i++) radix.keys[i] = packed[base + i * stride] as number;
+        order = radix.sort();
+      }
+    } else {
+      const ask = before as (b: number, a: number) => boolean;
+      order = stableSortIndices(length, (b, a) => ask(base + b * stride, base + a * stride));
+    }
     for (const move of moves) {
       const q = move.from.slots;
-      if (q === 1 && stride === 1) gatherRun(move.from.view, move.to, base, order, length);
+      if (q === 1 && stride === 1) gatherRun(move.from.view, move.to, base, order, selectCount);
       else {
         const src = move.from.view as unknown as { [i: number]: unknown };
         const dst = move.to as unknown as { [i: number]: unknown };
-        for (let i = 0; i < length; i++) {
+        for (let i = 0; i < selectCount; i++) {
           const from = (base + (order[i] as number) * stride) * q;
           const to = (base + i * stride) * q;
           for (let s = 0; s < q; s++) dst[to + s] = src[from + s];
@@ -133,6 +143,19 @@ function radixKeys(keyed: NDArray | undefined, fastKey: SortFastKey): Uint32Arra
   const float = t === "f32" || t === "f16" || t === "bf16";
   const signed = /^i(8|16|32)$/.test(t);
   if (!(float && fastKey.totalOrder) && !signed && !/^(i1|ui8|ui16|ui32)$/.test(t)) return null;
+  if (t === "f32") {
+    // totalOrder on the bits (sort-keys.ts's totalOrderKey) without a branch on the sign, which
+    // random data mispredicts half the time: negative patterns invert, others flip the sign bit.
+    const data = keyed.data;
+    const bits = new Int32Array(data.buffer, data.byteOffset, data.length);
+    const out = new Uint32Array(bits.length);
+    const flip = fastKey.descending ? -1 : 0;
+    for (let i = 0; i < bits.length; i++) {
+      const b = bits[i] as number;
+      out[i] = b ^ ((b >> 31) | 0x80000000) ^ flip;
+    }
+    return out;
+  }
   const { primary } = sortKeys(keyed, fastKey.totalOrder);
   const out = new Uint32Array(primary.length);
   const shift = signed ? 2 ** 31 : 0;
@@ -197,12 +220,11 @@ class RadixScratch {
   }
 
   /**
-   * The positions of the `count` smallest (key, position) pairs, in order, in the first `count`
-   * entries of the result (the rest unspecified): a max-heap of the best so far, which a later
+   * The positions of the `count` smallest (key, position) pairs of the line whose keys are
+   * `keys[base + i * stride]`, in order, in the first `count` entries of the result (the rest unspecified): a max-heap of the best so far, which a later
    * position with an equal key never enters, so ties keep position order as the stable sort does.
    */
-  smallest(count: number): Int32Array {
-    const keys = this.keys;
+  smallest(keys: Uint32Array, base: number, stride: number, count: number): Int32Array {
     const heapKeys = this.otherKeys;
     const heapPos = this.otherOrder;
     const larger = (a: number, b: number) =>
@@ -230,7 +252,7 @@ class RadixScratch {
       }
     };
     for (let i = 0; i < count; i++) {
-      heapKeys[i] = keys[i] as number;
+      heapKeys[i] = keys[base + i * stride] as number;
       heapPos[i] = i;
       for (let at = i; at > 0; ) {
         const up = (at - 1) >> 1;
@@ -239,12 +261,16 @@ class RadixScratch {
         at = up;
       }
     }
-    for (let i = count; i < this.length; i++) {
-      const k = keys[i] as number;
-      if (k >= (heapKeys[0] as number)) continue;
+    // Most positions lose to the heap's top: that test alone runs in a tight loop.
+    let top = heapKeys[0] as number;
+    const end = base + this.length * stride;
+    for (let at = base + count * stride; at < end; at += stride) {
+      const k = keys[at] as number;
+      if (k >= top) continue;
       heapKeys[0] = k;
-      heapPos[0] = i;
+      heapPos[0] = (at - base) / stride;
       siftDown(count);
+      top = heapKeys[0] as number;
     }
     // Heap order to sorted order: pop the largest to the back.
     const order = this.order;
