@@ -28,17 +28,25 @@ export type Node =
   | { kind: "leaf"; index: number }
   | { kind: "op"; op: Op; children: Node[] }
   /** A leaf read through broadcast_in_dim: `dims[i]` is the output axis of the leaf's axis i. */
-  | { kind: "broadcast"; dims: number[]; leaf: number };
+  | { kind: "broadcast"; dims: number[]; leaf: number }
+  /**
+   * A leaf read through a static slice of `operandShape` (its type in the module): output element
+   * x reads the leaf at start + x * step on each axis.
+   */
+  | { kind: "slice"; start: number[]; step: number[]; operandShape: number[]; resultShape: number[]; leaf: number };
 
 /**
  * How a leaf is indexed in the `outer x inner` walk: "d" like the output (w), "s" one element
- * (0), "r" a row repeated for every outer index (j), "c" one element per outer index (i).
+ * (0), "r" a row repeated for every outer index (j), "c" one element per outer index (i), "g"
+ * contiguous rows at a leaf's own offset and row pitch (a slice: off + i * pitch + j).
  */
-export type LeafClass = "d" | "s" | "r" | "c";
+export type LeafClass = "d" | "s" | "r" | "c" | "g";
 
 export interface Layout {
   readonly outer: number;
   readonly inner: number;
+  /** Output axes before this one make up the outer index. */
+  readonly split: number;
   readonly classes: LeafClass[];
 }
 
@@ -50,6 +58,8 @@ export type Loop = (
   shape: number[],
   st: number[][],
   h: typeof HELPERS,
+  offsets: number[],
+  pitches: number[],
 ) => void;
 
 /**
@@ -58,10 +68,13 @@ export type Loop = (
  * optimising JIT tiers after a few runs instead of each copy warming up on its own.
  */
 const LOOPS = new Map<string, Loop>();
-const LOOP_PARAMS = ["leaves", "out", "outer", "inner", "shape", "st", "H"] as const;
+const LOOP_PARAMS = ["leaves", "out", "outer", "inner", "shape", "st", "H", "off", "pitch"] as const;
 
-/** The first split of the output axes at which every leaf has a class; null when none does. */
-export function chooseLayout(stridesPerLeaf: number[][], shape: number[]): Layout | null {
+/**
+ * The first split of the output axes at which every leaf has a class; null when none does. A leaf
+ * with a non-zero offset (a slice) can only be "g".
+ */
+export function chooseLayout(stridesPerLeaf: number[][], shape: number[], offsets: number[]): Layout | null {
   const rank = shape.length;
   const dense = strides(shape);
   const total = shape.reduce((a, b) => a * b, 1);
@@ -69,14 +82,39 @@ export function chooseLayout(stridesPerLeaf: number[][], shape: number[]): Layou
     let inner = 1;
     for (let a = k; a < rank; a++) inner *= shape[a] as number;
     const classes: LeafClass[] = [];
-    for (const st of stridesPerLeaf) {
-      const c = classify(st, shape, dense, k, inner);
-      if (c === null) break;
-      classes.push(c);
+    for (let l = 0; l < stridesPerLeaf.length; l++) {
+      const st = stridesPerLeaf[l] as number[];
+      const c = offsets[l] === 0 ? classify(st, shape, dense, k, inner) : null;
+      const g = c === null && rowPitch(st, shape, dense, k, inner) !== null ? "g" : c;
+      if (g === null) break;
+      classes.push(g);
     }
-    if (classes.length === stridesPerLeaf.length) return { outer: inner === 0 ? 0 : total / inner, inner, classes };
+    if (classes.length === stridesPerLeaf.length)
+      return { outer: inner === 0 ? 0 : total / inner, inner, split: k, classes };
   }
   return null;
+}
+
+/**
+ * The leaf's step from one outer index to the next when its inner axes are contiguous like the
+ * output's and its outer axes advance by one pitch per outer index; null otherwise.
+ */
+export function rowPitch(st: number[], shape: number[], dense: number[], k: number, inner: number): number | null {
+  let pitch: number | null = null;
+  for (let a = 0; a < shape.length; a++) {
+    if (shape[a] === 1) continue;
+    const s = st[a] as number;
+    if (a >= k) {
+      if (s !== dense[a]) return null;
+      continue;
+    }
+    // Outer axis a advances the outer index by dense[a] / inner: the leaf by that many pitches.
+    const per = (dense[a] as number) / inner;
+    const p = s / per;
+    if (!Number.isInteger(p) || (pitch !== null && p !== pitch)) return null;
+    pitch = p;
+  }
+  return pitch ?? inner;
 }
 
 function classify(st: number[], shape: number[], dense: number[], k: number, inner: number): LeafClass | null {
@@ -131,10 +169,14 @@ export function generate(
   const index = (k: number): string => {
     if (!layout) return `p${k}`;
     const c = layout.classes[k];
+    if (c === "g") {
+      buckets[1]?.push(`const g${k} = off[${k}] + i * pitch[${k}];`);
+      return `g${k} + j`;
+    }
     return c === "d" ? "w" : c === "r" ? "j" : c === "c" ? "i" : "0";
   };
   const emit = (n: Node): Value | null => {
-    if (n.kind === "leaf" || n.kind === "broadcast") {
+    if (n.kind === "leaf" || n.kind === "broadcast" || n.kind === "slice") {
       const k = n.kind === "leaf" ? n.index : n.leaf;
       const type = (leaves[k] as NDArray).type;
       const literal = literals[k];
@@ -182,7 +224,7 @@ export function generate(
 /** Any stride pattern: the innermost axis is a strided loop, the outer axes an odometer. */
 function odometer(count: number, rank: number, body: string, decl: string): string {
   const ks = Array.from({ length: count }, (_, k) => k);
-  const strideDecl = ks.map((k) => `const s${k} = st[${k}]; let b${k} = 0; const i${k} = s${k}[${rank - 1}];`);
+  const strideDecl = ks.map((k) => `const s${k} = st[${k}]; let b${k} = off[${k}]; const i${k} = s${k}[${rank - 1}];`);
   const ptrs = ks.map((k) => `const p${k} = b${k} + j * i${k};`).join("\n");
   const advance = ks.map((k) => `b${k} += s${k}[d];`).join(" ");
   const rewind = ks.map((k) => `b${k} -= s${k}[d] * shape[d];`).join(" ");

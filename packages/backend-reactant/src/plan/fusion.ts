@@ -4,7 +4,7 @@ import type { Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
 import { BINARY_OPS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import { type Arena, dataTaker } from "./arena.ts";
-import { type Layout, type Node, chooseLayout, generate } from "./fused-codegen.ts";
+import { type Layout, type Node, chooseLayout, generate, rowPitch } from "./fused-codegen.ts";
 import type { Frame, Kernel, Step } from "./program.ts";
 import type { RtValue } from "./values.ts";
 
@@ -16,6 +16,17 @@ import type { RtValue } from "./values.ts";
  * give the same bits. Trees whose types the generator does not cover (complex, TOTALORDER...)
  * run their original kernels one by one.
  */
+
+/** A static slice as a fusion leaf (the caller pushes its operand as leaf `leaf`); null for other ops. */
+function sliceNode(op: Op, leaf: number): Node | null {
+  if (op.name !== "stablehlo.slice" || op.operands.length !== 1) return null;
+  const t = op.operandTypes?.[0];
+  const r = op.resultTypes[0];
+  const start = op.attrs.start_indices;
+  if (!isTensorType(t) || !isTensorType(r) || !Array.isArray(start)) return null;
+  const step = Array.isArray(op.attrs.strides) ? op.attrs.strides.map(Number) : start.map(() => 1);
+  return { kind: "slice", start: start.map(Number), step, operandShape: [...t.shape], resultShape: [...r.shape], leaf };
+}
 
 function broadcastDims(op: Op): number[] {
   return (op.attrs.broadcast_dimensions as number[]).map(Number);
@@ -63,6 +74,16 @@ export function fuseSteps(
           if (isFusible(ps.op)) {
             absorbed.add(p);
             return build(ps);
+          }
+          const slice = sliceNode(ps.op, leaves.length);
+          if (slice) {
+            // Read through the slice's offset and strides instead of copying it out first (the
+            // gates of an LSTM cell are slices of one matmul's output).
+            absorbed.add(p);
+            members.push(ps);
+            size++;
+            leaves.push(ps.inputs[0] as number);
+            return slice;
           }
           if (ps.op.name === "stablehlo.broadcast_in_dim") {
             absorbed.add(p);
@@ -127,6 +148,10 @@ interface Prepared {
   readonly outShape: number[];
   readonly count: number;
   readonly strides: number[][];
+  /** Per leaf, where its first element read is (non-zero for slices). */
+  readonly offsets: number[];
+  /** Per leaf, its step from one outer index to the next (layout class "g"). */
+  readonly pitches: number[];
   readonly layout: Layout | null;
   readonly compiled: Generated | null;
   /** Output storage of the compiled loop's type. */
@@ -148,8 +173,12 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
       const l = leaves[k] as NDArray;
       if (elementCount(l.shape) > staticCount) outShape = l.shape;
     }
-    const stridesPerLeaf = leafStrides(tree, leaves, outShape);
-    const layout = chooseLayout(stridesPerLeaf, outShape);
+    const { strides: stridesPerLeaf, offsets, fits } = leafStrides(tree, leaves, outShape);
+    const layout = chooseLayout(stridesPerLeaf, outShape, offsets);
+    const dense = strides(outShape);
+    const pitches = stridesPerLeaf.map((st, k) =>
+      layout && layout.classes[k] === "g" ? (rowPitch(st, outShape, dense, layout.split, layout.inner) ?? 0) : 0,
+    );
     // Constants of plain float types holding one value (one element, or a folded broadcast of
     // one, like ReLU's zeros) become literals in the generated code.
     const baked = leaves.map((l, k) =>
@@ -159,7 +188,7 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
     );
     const literals = baked.map((d) => (d ? (d[0] as number) : null));
     const key = `${leaves.map((l) => `${l.type}:${l.shape.length}`).join(",")}|${outShape.length}|${layout?.classes.join("") ?? "strided"}|${literals.map((x) => (x === null ? "" : Object.is(x, -0) ? "-0" : String(x))).join(",")}`;
-    let compiled = cache.get(key);
+    let compiled = fits ? cache.get(key) : null;
     if (compiled === undefined) {
       compiled = generate(tree, leaves, outShape, layout, literals);
       cache.set(key, compiled);
@@ -171,6 +200,8 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
       outShape: [...outShape],
       count: elementCount(outShape),
       strides: stridesPerLeaf,
+      offsets,
+      pitches,
       layout,
       compiled,
       take: compiled ? dataTaker(compiled.outType) : null,
@@ -195,6 +226,8 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
       p.outShape,
       p.strides,
       HELPERS,
+      p.offsets,
+      p.pitches,
     );
     return [{ type: compiled.outType, shape: [...p.outShape], data: out }];
   };
@@ -253,13 +286,34 @@ function fallback(members: Step[], leafSlots: number[], leaves: NDArray[], frame
   return last;
 }
 
-/** Per leaf, its element stride along each output axis (0 where it is broadcast). */
-function leafStrides(tree: Node, leaves: NDArray[], outShape: number[]): number[][] {
+/**
+ * Per leaf, its element stride along each output axis (0 where it is broadcast) and the index
+ * of its first element read; `fits` is false when a sliced leaf is not of the shape the module
+ * gave its slice (a region evaluated over whole arrays), which then runs unfused.
+ */
+function leafStrides(
+  tree: Node,
+  leaves: NDArray[],
+  outShape: number[],
+): { strides: number[][]; offsets: number[]; fits: boolean } {
+  const offsets = leaves.map(() => 0);
+  let fits = true;
   const out: number[][] = leaves.map((l) => {
     if (elementCount(l.shape) === 1) return outShape.map(() => 0);
     return strides(outShape);
   });
   const visit = (n: Node) => {
+    if (n.kind === "slice") {
+      const leaf = leaves[n.leaf] as NDArray;
+      if (!sameDims(leaf.shape, n.operandShape) || !sameDims(outShape, n.resultShape)) {
+        fits = false;
+        return;
+      }
+      const inStrides = strides(leaf.shape);
+      out[n.leaf] = n.step.map((k, a) => ((outShape[a] as number) === 1 ? 0 : k * (inStrides[a] as number)));
+      offsets[n.leaf] = n.start.reduce((sum, s, a) => sum + s * (inStrides[a] as number), 0);
+      return;
+    }
     if (n.kind === "broadcast") {
       const leaf = leaves[n.leaf] as NDArray;
       const dims = n.dims;
@@ -272,5 +326,9 @@ function leafStrides(tree: Node, leaves: NDArray[], outShape: number[]): number[
     } else if (n.kind === "op") n.children.forEach(visit);
   };
   visit(tree);
-  return out;
+  return { strides: out, offsets, fits };
+}
+
+function sameDims(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
 }
