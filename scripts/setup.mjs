@@ -77,7 +77,8 @@ try {
 } catch (e) {
   log(`PostgreSQL unavailable (${e.message.split("\n")[0]}): the fleet catalog's PostgreSQL tests will skip`);
 }
-// Python's grpcio for the gRPC interop test (skips itself without it); never fails the set-up.
+// Python's grpcio for the gRPC interop test, from pip or else Debian's packages (the test skips
+// itself without it); never fails the set-up.
 try {
   execSync("node scripts/python-grpc.mjs", { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
 } catch {
