@@ -5,6 +5,7 @@ import { maxFloat, minFloat, relu } from "../src/elem/branchless.ts";
 import { createReactantBackend } from "../src/index.ts";
 import { poolNhwc } from "../src/kernels/heavy/pool-nhwc.ts";
 import { windowGeometry } from "../src/kernels/heavy/window-geometry.ts";
+import { BF16_TO_NUMBER, F16_TO_NUMBER } from "@xlaserve/stablehlo/float16.ts";
 import { parseModule } from "@xlaserve/stablehlo";
 import { Arena } from "../src/plan/arena.ts";
 import { Program } from "../src/plan/program.ts";
@@ -166,5 +167,58 @@ describe("buffer pool", () => {
       expect(isXlaserveError(e) && e.code === "DISPOSED").toBe(true);
     }
     await backend.dispose();
+  });
+
+  test("f16 and bf16 channels-last pooling equals Math.max / Math.min over the decoded taps", () => {
+    const [N, H, W, C] = [2, 7, 6, 5];
+    const attrs = {
+      windowDimensions: [1, 3, 2, 1],
+      windowStrides: [1, 2, 2, 1],
+      padding: [
+        [0, 0],
+        [1, 1],
+        [0, 1],
+        [0, 0],
+      ] as [number, number][],
+    };
+    const g = windowGeometry("reduce_window", [N, H, W, C], attrs);
+    const [, OH, OW] = g.outShape as [number, number, number];
+    const [kH, kW] = [g.window[1] as number, g.window[2] as number];
+    for (const [type, table, inf, nan] of [
+      ["bf16", BF16_TO_NUMBER, 0x7f80, 0x7fc1],
+      ["f16", F16_TO_NUMBER, 0x7c00, 0x7e01],
+    ] as const) {
+      // Random bits with both zeros, both infinities and NaNs of both signs among them.
+      const special = [0, 0x8000, inf, inf | 0x8000, nan, nan | 0x8000];
+      let s = 5;
+      const data = new Uint16Array(N * H * W * C);
+      for (let i = 0; i < data.length; i++) {
+        s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+        data[i] = i % 11 === 0 ? (special[(s >>> 8) % special.length] as number) : s >>> 16;
+      }
+      for (const kind of ["max", "min"] as const) {
+        const init = kind === "max" ? inf | 0x8000 : inf;
+        const out = new Uint16Array(N * OH * OW * C).fill(init);
+        expect(poolNhwc(g, data, out, kind, type)).toBe(true);
+        let o = 0;
+        for (let n = 0; n < N; n++)
+          for (let oh = 0; oh < OH; oh++)
+            for (let ow = 0; ow < OW; ow++)
+              for (let c = 0; c < C; c++, o++) {
+                let ref = table[init] as number;
+                for (let kh = 0; kh < kH; kh++)
+                  for (let kw = 0; kw < kW; kw++) {
+                    const ih = g.tables[1]?.[oh * kH + kh] as number;
+                    const iw = g.tables[2]?.[ow * kW + kw] as number;
+                    if (ih < 0 || iw < 0) continue;
+                    const v = table[data[((n * H + ih) * W + iw) * C + c] as number] as number;
+                    ref = kind === "max" ? Math.max(ref, v) : Math.min(ref, v);
+                  }
+                const got = table[out[o] as number] as number;
+                if (Number.isNaN(ref)) expect(got).toBeNaN();
+                else expect(Object.is(got, ref)).toBe(true);
+              }
+      }
+    }
   });
 });

@@ -1,6 +1,6 @@
 /**
  * reduce_window fast path for channels-last pooling (the 3x3/2 max pool of ResNet): a window
- * over the two middle axes of a rank-4 f32 array, batch and channel axes untouched. Per output
+ * over the two middle axes of a rank-4 f32, f16 or bf16 array, batch and channel axes untouched. Per output
  * position the valid taps' input offsets are listed once, then each tap is combined into the
  * output's channel run. Max and min give the same result in any order, so this matches the
  * generic tap-by-tap loop exactly (NaNs stay NaN; their sign and payload are not kept).
@@ -14,9 +14,20 @@ function isIdentity(table: Int32Array | undefined, size: number): boolean {
   return true;
 }
 
-/** Runs the pool into `out` (already filled with the init value); false when it does not apply. */
-export function poolNhwc(g: WindowGeometry, input: unknown, out: unknown, kind: "max" | "min"): boolean {
-  if (g.outShape.length !== 4 || !(input instanceof Float32Array) || !(out instanceof Float32Array)) return false;
+/**
+ * Runs the pool into `out` (already filled with the init value); false when it does not apply.
+ * `type` tells f16 from bf16 storage (both Uint16Array bits); f32 needs none.
+ */
+export function poolNhwc(
+  g: WindowGeometry,
+  input: unknown,
+  out: unknown,
+  kind: "max" | "min",
+  type?: "f16" | "bf16",
+): boolean {
+  const half = type !== undefined && input instanceof Uint16Array && out instanceof Uint16Array;
+  if (g.outShape.length !== 4) return false;
+  if (!half && !(input instanceof Float32Array && out instanceof Float32Array)) return false;
   const [N, OH, OW, C] = g.outShape as [number, number, number, number];
   if (g.window[0] !== 1 || g.window[3] !== 1 || g.inShape[0] !== N || g.inShape[3] !== C) return false;
   if (!isIdentity(g.tables[0], N) || !isIdentity(g.tables[3], C)) return false;
@@ -27,8 +38,13 @@ export function poolNhwc(g: WindowGeometry, input: unknown, out: unknown, kind: 
   const tH = g.tables[1] as Int32Array;
   const tW = g.tables[2] as Int32Array;
   const offsets = new Int32Array(kH * kW);
-  const inKeys = kind === "max" ? toKeys(input, 0) : null;
-  const outKeys = kind === "max" ? toKeys(out, 1) : null;
+  const infinityBits = type === "bf16" ? 0x7f80 : 0x7c00;
+  const inKeys = half
+    ? halfKeys(input, infinityBits, kind, 0)
+    : kind === "max"
+      ? toKeys(input as Float32Array, 0)
+      : null;
+  const outKeys = half ? halfKeys(out, infinityBits, kind, 1) : kind === "max" ? toKeys(out as Float32Array, 1) : null;
   let o = 0;
   for (let n = 0; n < N; n++) {
     for (let oh = 0; oh < OH; oh++) {
@@ -43,11 +59,12 @@ export function poolNhwc(g: WindowGeometry, input: unknown, out: unknown, kind: 
           }
         }
         if (inKeys && outKeys) maxKeys(inKeys, outKeys, offsets, taps, o, C);
-        else minOver(input, out, offsets, taps, o, C);
+        else minOver(input as Float32Array, out as Float32Array, offsets, taps, o, C);
       }
     }
   }
-  if (outKeys) fromKeys(outKeys, out);
+  if (outKeys && half) fromHalfKeys(outKeys, out as Uint16Array, kind);
+  else if (outKeys) fromKeys(outKeys, out as Float32Array);
   return true;
 }
 
@@ -84,6 +101,40 @@ function fromKeys(keys: Int32Array, out: Float32Array): void {
   for (let i = 0; i < bits.length; i++) {
     const k = keys[i] as number;
     bits[i] = k ^ ((k >> 31) & 0x7fffffff);
+  }
+}
+
+/**
+ * The same order-preserving keys for f16 / bf16 bits (sign and magnitude in 16 bits): the
+ * magnitude bits of a negative value flipped after sign extension, so -0 is -1 and +0 is 0.
+ * A NaN is made to win as Math.max and Math.min want: positive for max (above +inf), negative
+ * for min (below -inf). For min the keys are complemented, which reverses their order, so one
+ * integer max serves both.
+ */
+function halfKeys(data: Uint16Array, infinityBits: number, kind: "max" | "min", which: 0 | 1): Int32Array {
+  let keys = scratch[which] as Int32Array;
+  if (keys.length < data.length) {
+    keys = new Int32Array(data.length);
+    scratch[which] = keys;
+  }
+  const nanSign = kind === "max" ? 0 : 0x8000;
+  const flip = kind === "max" ? 0 : -1;
+  for (let i = 0; i < data.length; i++) {
+    let b = data[i] as number;
+    const magnitude = b & 0x7fff;
+    const nan = (infinityBits - magnitude) >> 31; // all ones for a NaN
+    b = (b & ~nan) | ((magnitude | nanSign) & nan);
+    const s = (b << 16) >> 16;
+    keys[i] = s ^ ((s >> 31) & 0x7fff) ^ flip;
+  }
+  return keys;
+}
+
+function fromHalfKeys(keys: Int32Array, out: Uint16Array, kind: "max" | "min"): void {
+  const flip = kind === "max" ? 0 : -1;
+  for (let i = 0; i < out.length; i++) {
+    const k = (keys[i] as number) ^ flip;
+    out[i] = (k ^ ((k >> 31) & 0x7fff)) & 0xffff;
   }
 }
 

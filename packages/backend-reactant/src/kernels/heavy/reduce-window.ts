@@ -54,7 +54,13 @@ export function reduceWindow(
   const pooled =
     inputs.length === 1 &&
     (kind === "max" || kind === "min") &&
-    poolNhwc(g, first.data, (results[0] as NDArray).data, kind);
+    poolNhwc(
+      g,
+      first.data,
+      (results[0] as NDArray).data,
+      kind,
+      first.type === "f16" || first.type === "bf16" ? first.type : undefined,
+    );
   const fast = inputs.length === 1 && !pooled ? spanCombiner(body.reducer, first.type) : null;
   if (pooled) return results;
   if (fast) fastReduce(g, first, results[0] as NDArray, fast);
