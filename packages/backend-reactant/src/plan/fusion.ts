@@ -5,6 +5,7 @@ import { isTensorType } from "@xlaserve/stablehlo";
 import { BINARY_OPS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import { type Arena, dataTaker } from "./arena.ts";
 import { type Layout, type Node, chooseLayout, generate, rowPitch } from "./fused-codegen.ts";
+import { type SimdLoop, generateSimd } from "./fused-simd.ts";
 import type { Frame, Kernel, Step } from "./program.ts";
 import type { RtValue } from "./values.ts";
 
@@ -139,6 +140,9 @@ export function fuseSteps(
 
 type Generated = NonNullable<ReturnType<typeof generate>>;
 
+/** Below this many elements copying in and out of WebAssembly costs more than the loop saves. */
+const SIMD_MIN_ELEMENTS = 64;
+
 /** What one call's leaf types and shapes imply; reused while they stay the same. */
 interface Prepared {
   readonly types: ElemType[];
@@ -154,6 +158,8 @@ interface Prepared {
   readonly pitches: number[];
   readonly layout: Layout | null;
   readonly compiled: Generated | null;
+  /** The same loop in WebAssembly SIMD, where the tree's types and ops allow (fused-simd.ts). */
+  readonly simd: SimdLoop | null;
   /** Output storage of the compiled loop's type. */
   readonly take: ((arena: Arena, count: number) => TypedArray) | null;
 }
@@ -164,6 +170,7 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
   const staticCount = elementCount(staticShape);
   const directLeaves = collectDirectLeaves(tree);
   const cache = new Map<string, Generated | null>();
+  const simdCache = new Map<string, SimdLoop | null>();
   let last: Prepared | null = null;
   const prepare = (leaves: NDArray[], frame: Frame): Prepared => {
     // Regions evaluated over whole arrays (kernels/region.ts) run ops typed as scalars on
@@ -193,17 +200,25 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
       compiled = generate(tree, leaves, outShape, layout, literals);
       cache.set(key, compiled);
     }
+    const count = elementCount(outShape);
+    let simd = simdCache.get(key);
+    if (simd === undefined) {
+      simd =
+        compiled && count >= SIMD_MIN_ELEMENTS ? (generateSimd(tree, leaves, layout, literals)?.loop ?? null) : null;
+      simdCache.set(key, simd);
+    }
     return {
       types: leaves.map((l) => l.type),
       shapes: leaves.map((l) => [...l.shape]),
       baked,
       outShape: [...outShape],
-      count: elementCount(outShape),
+      count,
       strides: stridesPerLeaf,
       offsets,
       pitches,
       layout,
       compiled,
+      simd: count >= SIMD_MIN_ELEMENTS ? simd : null,
       take: compiled ? dataTaker(compiled.outType) : null,
     };
   };
@@ -218,6 +233,8 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
     if (compiled === null || p.take === null) return fallback(members, leafSlots, leaves, frame);
     const out = p.take(frame.ctx.arena, p.count);
     const layout = p.layout;
+    if (p.simd !== null && layout !== null && p.simd(leaves, out, layout.outer, layout.inner))
+      return [{ type: compiled.outType, shape: [...p.outShape], data: out }];
     compiled.loop(
       leaves,
       out,
