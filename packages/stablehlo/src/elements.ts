@@ -153,8 +153,10 @@ export function storageBytes(type: ElemType): number {
 }
 
 export function elementCount(shape: readonly number[]): number {
+  // Indexed, not for-of: kernels call this per operand on every run, and the iterator
+  // protocol costs more than the product of a few dimensions in the lower JIT tiers.
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i] as number;
   return n;
 }
 

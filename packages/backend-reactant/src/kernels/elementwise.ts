@@ -48,8 +48,13 @@ export function makeElementwise(
     let shape: number[] = [];
     let n = 1;
     let mask = 0;
-    for (const input of inputs) {
+    let single = 0;
+    const data = new Array<TypedArray>(inputs.length);
+    for (let k = 0; k < inputs.length; k++) {
+      const input = inputs[k] as NDArray;
+      data[k] = input.data;
       const count = elementCount(input.shape);
+      if (count === 1) single |= 1 << k;
       if (count !== 1 || input.shape.length > shape.length) {
         if (count !== 1 && n !== 1 && count !== n) {
           throw executeFailed(key, `operand shapes differ: [${shape}] vs [${input.shape}]`);
@@ -60,17 +65,10 @@ export function makeElementwise(
         }
       }
     }
-    for (let k = 0; k < inputs.length; k++) {
-      if (elementCount((inputs[k] as NDArray).shape) === 1 && n !== 1) mask |= 1 << k;
-    }
+    if (n !== 1) mask = single;
     const out = arena ? take(arena, n) : allocData(outType, n);
-    loopFor(mask)(
-      inputs.map((x) => x.data),
-      out,
-      n,
-      HELPERS,
-    );
-    return { type: outType, shape: [...shape], data: out };
+    loopFor(mask)(data, out, n, HELPERS);
+    return { type: outType, shape: shape.length === 0 ? [] : [...shape], data: out };
   };
 }
 

@@ -39,6 +39,11 @@ export function stridedCopy(
 }
 
 export function broadcastInDim(x: NDArray, dims: number[], outShape: number[], alloc?: DataAlloc): NDArray {
+  return stridedCopy(x, 0, broadcastSteps(x, dims, outShape), outShape, alloc);
+}
+
+/** The source step along each output axis of broadcast_in_dim (0 on broadcast axes); checks the shapes fit. */
+export function broadcastSteps(x: NDArray, dims: number[], outShape: number[]): number[] {
   const inStrides = strides(x.shape);
   const step = outShape.map(() => 0);
   dims.forEach((d, i) => {
@@ -48,7 +53,13 @@ export function broadcastInDim(x: NDArray, dims: number[], outShape: number[], a
     }
     step[d] = size === 1 ? 0 : (inStrides[i] as number);
   });
-  return stridedCopy(x, 0, step, outShape, alloc);
+  return step;
+}
+
+export function sameDims(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let d = 0; d < a.length; d++) if (a[d] !== b[d]) return false;
+  return true;
 }
 
 /** Row-major reshape shares the storage: arrays are immutable once produced. */
@@ -101,13 +112,14 @@ export function reverse(x: NDArray, dims: number[], alloc?: DataAlloc): NDArray 
 
 /** Start indices clamped so the slice stays inside the operand (spec of dynamic_slice). */
 export function clampStarts(x: NDArray, starts: number[], sizes: number[]): number[] {
-  return starts.map((s, d) => Math.min(Math.max(s, 0), (x.shape[d] as number) - (sizes[d] as number)));
+  const out = new Array<number>(starts.length);
+  for (let d = 0; d < starts.length; d++)
+    out[d] = Math.min(Math.max(starts[d] as number, 0), (x.shape[d] as number) - (sizes[d] as number));
+  return out;
 }
 
 export function dynamicSlice(x: NDArray, starts: number[], sizes: number[], alloc?: DataAlloc): NDArray {
-  if (sizes.length !== x.shape.length || sizes.some((s, d) => s < 0 || s > (x.shape[d] as number))) {
-    throw executeFailed("dynamic_slice", `slice sizes [${sizes}] do not fit operand [${x.shape}]`);
-  }
+  checkSliceSizes(x, sizes);
   const begin = clampStarts(x, starts, sizes);
   return slice(
     x,
@@ -116,6 +128,12 @@ export function dynamicSlice(x: NDArray, starts: number[], sizes: number[], allo
     sizes.map(() => 1),
     alloc,
   );
+}
+
+export function checkSliceSizes(x: NDArray, sizes: number[]): void {
+  if (sizes.length !== x.shape.length || sizes.some((s, d) => s < 0 || s > (x.shape[d] as number))) {
+    throw executeFailed("dynamic_slice", `slice sizes [${sizes}] do not fit operand [${x.shape}]`);
+  }
 }
 
 /** `inPlace`: the operand is dead after this and solely owned (plan/ownership.ts), so it becomes the result. */
@@ -146,10 +164,18 @@ export function dynamicUpdateSlice(
   const idx = new Array<number>(Math.max(rank - 1, 0)).fill(0);
   const u = update.data as Float64Array;
   const o = out as Float64Array;
+  const run = row * slots;
+  // Short runs are copied word by word through integer views of the same storage (bit-exact,
+  // NaN payloads included): a subarray per row costs more than copying a few dozen values.
+  const words = run <= 64 ? wordViews(update.data, out) : null;
   for (let r = 0; r < rows; r++) {
     let off = rank === 0 ? 0 : (begin[rank - 1] as number) * (st[rank - 1] as number);
     for (let d = 0; d < rank - 1; d++) off += ((begin[d] as number) + (idx[d] as number)) * (st[d] as number);
-    o.set(u.subarray(r * row * slots, (r + 1) * row * slots), off * slots);
+    if (words) {
+      const { from, to, scale } = words;
+      const n = run * scale;
+      for (let k = 0, at = off * slots * scale, src = r * n; k < n; k++) to[at + k] = from[src + k] as number;
+    } else o.set(u.subarray(r * run, (r + 1) * run), off * slots);
     for (let d = rank - 2; d >= 0; d--) {
       idx[d] = (idx[d] as number) + 1;
       if ((idx[d] as number) < (update.shape[d] as number)) break;
@@ -157,6 +183,33 @@ export function dynamicUpdateSlice(
     }
   }
   return { type: x.type, shape: [...x.shape], data: out };
+}
+
+/** Integer views of storage, kept per array: the pool hands the same arrays out every run. */
+const WORD_VIEWS = new WeakMap<TypedArray, Int32Array | Uint16Array | Uint8Array>();
+
+function wordView(a: TypedArray): { view: Int32Array | Uint16Array | Uint8Array; scale: number } | null {
+  if (a instanceof Float32Array || a instanceof Float64Array) {
+    let view = WORD_VIEWS.get(a);
+    if (view === undefined) {
+      view = new Int32Array(a.buffer, a.byteOffset, a.byteLength / 4);
+      WORD_VIEWS.set(a, view);
+    }
+    return { view, scale: a.BYTES_PER_ELEMENT / 4 };
+  }
+  if (a instanceof Int32Array || a instanceof Uint16Array || a instanceof Uint8Array) return { view: a, scale: 1 };
+  return null;
+}
+
+/** Word views of a dynamic_update_slice's update and output when both are of one class. */
+function wordViews(
+  update: TypedArray,
+  out: TypedArray,
+): { from: Int32Array | Uint16Array | Uint8Array; to: Int32Array | Uint16Array | Uint8Array; scale: number } | null {
+  if (update.constructor !== out.constructor) return null;
+  const from = wordView(update);
+  const to = wordView(out);
+  return from && to ? { from: from.view, to: to.view, scale: from.scale } : null;
 }
 
 export function concatenate(inputs: NDArray[], dim: number): NDArray {

@@ -1,7 +1,7 @@
 import { XlaserveError } from "@xlaserve/core";
 import type { DataAlloc, NDArray } from "../array.ts";
 import type { Attr, Op } from "@xlaserve/stablehlo";
-import { isTensorType } from "@xlaserve/stablehlo";
+import { isTensorType, strides } from "@xlaserve/stablehlo";
 import type { Frame, Kernel, KernelTools } from "../plan/program.ts";
 import { lastTypeTaker } from "../plan/arena.ts";
 import type { InPlaceKernel } from "../plan/ownership.ts";
@@ -84,9 +84,11 @@ function resultShape(op: Op, i = 0): number[] {
   return t.shape;
 }
 
-/** Scalar index operands (dynamic_slice starts) as numbers. */
-function indexValues(args: unknown[]): number[] {
-  return args.map((a) => Number((a as NDArray).data[0]));
+/** Scalar index operands from `from` on (dynamic_update_slice starts) as numbers. */
+function indexValues(args: unknown[], from: number): number[] {
+  const out = new Array<number>(args.length - from);
+  for (let i = from; i < args.length; i++) out[i - from] = Number((args[i] as NDArray).data[0]);
+  return out;
 }
 
 export function buildKernel(op: Op, tools: KernelTools): Kernel {
@@ -135,7 +137,17 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       const dims = ints(a.broadcast_dimensions, "broadcast_dimensions", op);
       const shape = resultShape(op);
       const alloc = pooledOutputs();
-      return ([x], frame) => [layout.broadcastInDim(x as NDArray, dims, shape, alloc(frame))];
+      // The source steps depend only on the operand's shape, the same on every run.
+      let seen: number[] | null = null;
+      let step: number[] = [];
+      return (args, frame) => {
+        const x = args[0] as NDArray;
+        if (seen === null || !layout.sameDims(seen, x.shape)) {
+          step = layout.broadcastSteps(x, dims, shape);
+          seen = [...x.shape];
+        }
+        return [layout.stridedCopy(x, 0, step, shape, alloc(frame))];
+      };
     }
     case "stablehlo.reshape": {
       const shape = resultShape(op);
@@ -156,14 +168,32 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
     case "stablehlo.dynamic_slice": {
       const sizes = ints(a.slice_sizes, "slice_sizes", op);
       const alloc = pooledOutputs();
-      return ([x, ...starts], frame) => [layout.dynamicSlice(x as NDArray, indexValues(starts), sizes, alloc(frame))];
+      // Checked and strided once per operand shape; a loop body slices the same shape every
+      // iteration, so a call only clamps the starts and copies.
+      let seen: number[] | null = null;
+      let st: number[] = [];
+      return (args, frame) => {
+        const x = args[0] as NDArray;
+        if (seen === null || !layout.sameDims(seen, x.shape)) {
+          layout.checkSliceSizes(x, sizes);
+          st = strides(x.shape);
+          seen = [...x.shape];
+        }
+        let offset = 0;
+        for (let d = 0; d < sizes.length; d++) {
+          const limit = (x.shape[d] as number) - (sizes[d] as number);
+          const start = Math.min(Math.max(Number((args[d + 1] as NDArray).data[0]), 0), limit);
+          offset += start * (st[d] as number);
+        }
+        return [layout.stridedCopy(x, offset, st, sizes, alloc(frame))];
+      };
     }
     case "stablehlo.dynamic_update_slice": {
       const alloc = pooledOutputs();
-      const kernel: InPlaceKernel = ([x, update, ...starts], frame) => {
-        const operand = x as NDArray;
+      const kernel: InPlaceKernel = (args, frame) => {
+        const operand = args[0] as NDArray;
         const inPlace = kernel.operandDies === true && frame.ctx.arena.soleOwner(operand.data);
-        return [layout.dynamicUpdateSlice(operand, update as NDArray, indexValues(starts), alloc(frame), inPlace)];
+        return [layout.dynamicUpdateSlice(operand, args[1] as NDArray, indexValues(args, 2), alloc(frame), inPlace)];
       };
       return kernel;
     }

@@ -198,10 +198,16 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
         stepTimes?.end(step, ms);
       }
       for (let i = 0; i < step.outputs.length; i++) setSlot(frame, step.outputs[i] as number, outs[i]);
-      for (const s of step.frees) if (!frame.constant[s]) clearSlot(frame, s);
+      const frees = step.frees;
+      for (let i = 0; i < frees.length; i++) {
+        const s = frees[i] as number;
+        if (!frame.constant[s]) clearSlot(frame, s);
+      }
       if (outermost) arena.flush();
     }
-    const results = block.resultSlots.map((s) => env[s] as RtValue);
+    const resultSlots = block.resultSlots;
+    const results = new Array<RtValue>(resultSlots.length);
+    for (let i = 0; i < resultSlots.length; i++) results[i] = env[resultSlots[i] as number] as RtValue;
     // Handed over uncounted: nothing returns to the pool before the caller's step ends (arena.ts).
     for (const s of block.handOver) clearSlot(frame, s);
     return results;
