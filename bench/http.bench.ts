@@ -25,18 +25,8 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import type { LoadResult } from "./lib/load-result.ts";
 import { BenchResult, resultsDir } from "./lib/results.ts";
-
-interface LoadResult {
-  /** CPU time of this (server) process per answered request, in microseconds. */
-  serverCpuUsPerRequest?: number;
-  requests: number;
-  errors: number;
-  seconds: number;
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-}
 
 interface LoadSpec {
   url: string;

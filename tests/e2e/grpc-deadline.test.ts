@@ -2,43 +2,23 @@
  * grpc-timeout on the real worker: a request whose deadline passes while it waits behind others
  * is answered DEADLINE_EXCEEDED and dropped before it runs (the model never executes it).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { status } from "@grpc/grpc-js";
-import type { StartedWorker } from "../../apps/worker/src/index.ts";
-import { InferenceClient } from "../../packages/server/src/grpc/client.ts";
-import { startCpuWorker } from "./cpu-worker.ts";
 import { exampleInput, inferRequest } from "./grpc-support.ts";
-import { type TempRepo, collectLogs, makeRepo } from "./helpers.ts";
+import { useGrpcWorker } from "./grpc-worker.ts";
 
-let repo: TempRepo;
-let worker: StartedWorker;
-let client: InferenceClient;
-
-beforeAll(async () => {
-  repo = makeRepo(["cnn"]);
-  // One run at a time, so the requests below queue behind each other.
-  worker = await startCpuWorker(repo, collectLogs().logger, {
-    repository: { dynamic: false },
-    concurrency: { perModel: 1, queueDepth: 256 },
-  });
-  client = new InferenceClient(worker.grpcAddress as string);
-}, 120_000);
-
-afterAll(async () => {
-  client?.close();
-  await worker?.stop();
-  repo?.cleanup();
-});
+// One run at a time, so the requests below queue behind each other.
+const w = useGrpcWorker({ models: ["cnn"], config: { concurrency: { perModel: 1, queueDepth: 256 } } });
 
 test("a request past its deadline is DEADLINE_EXCEEDED and never runs; the worker serves on", async () => {
   const request = inferRequest("cnn", new Map([["image", exampleInput("f32", [4, 32, 32, 3], 1)]]), false);
-  const model = worker.registry.getModel("cnn");
+  const model = w.worker.registry.getModel("cnn");
   const executions = () => model?.stats().executionCount ?? 0;
   // How long one warm run takes here, to queue well past the deadline whatever the machine's load.
   const times: number[] = [];
   for (let i = 0; i < 4; i++) {
     const t = performance.now();
-    await client.call("modelInfer", request);
+    await w.client.call("modelInfer", request);
     times.push(performance.now() - t);
   }
   const runMs = Math.max(0.5, Math.min(...times));
@@ -49,8 +29,8 @@ test("a request past its deadline is DEADLINE_EXCEEDED and never runs; the worke
   for (let attempt = 0, ahead = base; attempt < 4; attempt++, ahead *= 2) {
     const before = executions();
     const t0 = performance.now();
-    const queued = Array.from({ length: ahead }, () => client.call("modelInfer", request));
-    const late = client.call("modelInfer", request, { timeoutSeconds: deadlineMs / 1000 }).then(
+    const queued = Array.from({ length: ahead }, () => w.client.call("modelInfer", request));
+    const late = w.client.call("modelInfer", request, { timeoutSeconds: deadlineMs / 1000 }).then(
       () => status.OK,
       (e) => e.code as number,
     );
@@ -65,5 +45,5 @@ test("a request past its deadline is DEADLINE_EXCEEDED and never runs; the worke
   expect(outcome?.code).toBe(status.DEADLINE_EXCEEDED);
   expect(outcome?.ran).toBe(outcome?.ahead);
   expect(outcome?.elapsed).toBeGreaterThan(deadlineMs);
-  expect((await client.call("modelInfer", request)).outputs.length).toBe(1);
+  expect((await w.client.call("modelInfer", request)).outputs.length).toBe(1);
 }, 120_000);

@@ -23,3 +23,4 @@ export * from "./config/load.ts";
 export * from "./config/compile-options.ts";
 export * from "./engine/discover.ts";
 export * from "./engine/select.ts";
+export * from "./mapped-files.ts";

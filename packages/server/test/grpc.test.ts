@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Metadata, type ServiceError, credentials, makeGenericClientConstructor, status } from "@grpc/grpc-js";
+import { type ServiceError, status } from "@grpc/grpc-js";
 import { ModelInferRequestSchema } from "../src/grpc/gen/grpc_service_pb.ts";
+import { rawInferClient } from "../src/grpc/raw-client.ts";
 import { DataType } from "../src/grpc/gen/model_config_pb.ts";
 import { type GrpcHarness, startGrpcHarness } from "./support/grpc-harness.ts";
 import { type Json, postJson } from "./support/harness.ts";
@@ -246,25 +247,9 @@ describe("gRPC: ModelInfer", () => {
   });
 
   test("bytes that are not a ModelInferRequest are INVALID_ARGUMENT, and the server serves on", async () => {
-    const definition = {
-      ModelInfer: {
-        path: "/inference.GRPCInferenceService/ModelInfer",
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (b: Buffer) => b,
-        requestDeserialize: (b: Buffer) => b,
-        responseSerialize: (b: Buffer) => b,
-        responseDeserialize: (b: Buffer) => b,
-      },
-    };
-    const Raw = makeGenericClientConstructor(definition, "Raw");
-    const raw = new Raw(h.address, credentials.createInsecure()) as unknown as {
-      ModelInfer(b: Buffer, m: Metadata, cb: (e: ServiceError | null) => void): void;
-      close(): void;
-    };
-    const e = await new Promise<ServiceError | null>((resolve) =>
-      raw.ModelInfer(Buffer.from([0x0a, 0xff, 0xff, 0xff]), new Metadata(), resolve),
-    );
+    const raw = rawInferClient(h.address);
+    const answer = await raw.modelInfer(Uint8Array.from([0x0a, 0xff, 0xff, 0xff]));
+    const e = answer.error;
     raw.close();
     expect(e?.code).toBe(status.INVALID_ARGUMENT);
     expect(e?.details).toContain("is not a valid inference.ModelInferRequest message");

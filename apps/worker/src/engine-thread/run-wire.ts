@@ -10,9 +10,13 @@
  *   call    := id handle nInputs nResident resident[nResident] tensor[nInputs]
  *   reply   := id status (status 0: nOutputs tensor[nOutputs] | status 1: byteLength utf8-json pad)
  *   tensor  := dtypeIndex rank dim[rank] (f64 each, 8-aligned) byteLength pad bytes pad
+ *            | (dtypeIndex | IN_FILE) rank dim[rank] byteLength pad offset (f64) pathLength path pad
+ *              (the bytes stay in a shared mapping of a file, mappedFileOf: the engine thread
+ *              maps the same file and reads them in place, so a shared-memory input is never
+ *              copied on its way to the engine)
  *   replies := MAGIC_REPLY count inUse peak limit (f64 each; limit -1 when null) reply*
  */
-import { DTYPES, type HostTensor, type MemoryStats, viewTyped } from "@xlaserve/core";
+import { DTYPES, type HostTensor, type MemoryStats, bytesAsTyped, mappedFileOf, viewTyped } from "@xlaserve/core";
 
 const MAGIC_CALLS = 0x52554e31; // "RUN1"
 const MAGIC_REPLIES = 0x52455031; // "REP1"
@@ -43,13 +47,31 @@ export type RunReply =
   | { readonly id: number; readonly ok: false; readonly error: WireError };
 
 const DTYPE_INDEX = new Map<string, number>(DTYPES.map((d, i) => [d, i]));
+/** Set in a tensor's dtype word when its bytes stay in a mapped file. */
+const IN_FILE = 0x100;
+/** Below this a tensor's bytes are cheaper to copy than a file mapping is to look up. */
+export const IN_FILE_MIN_BYTES = 64 * 1024;
+
+/**
+ * Maps `byteLength` bytes at `offset` of the file at `path` for reading in place (the engine
+ * thread's side of IN_FILE tensors).
+ */
+export type OpenMapped = (path: string, offset: number, byteLength: number) => Uint8Array;
+
+/** Where a call's input lives in a mapped file, when it is large enough to be sent that way. */
+function inFile(t: HostTensor): { path: Uint8Array; offset: number } | undefined {
+  if (t.data.byteLength < IN_FILE_MIN_BYTES) return undefined;
+  const at = mappedFileOf(t.data);
+  return at && { path: utf8Encoder.encode(at.path), offset: at.offset };
+}
 const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder();
 
 const align8 = (n: number) => (n + 7) & ~7;
 
-function tensorSize(t: HostTensor): number {
-  return align8(8 + 8 * t.shape.length) + 8 + align8(t.data.byteLength);
+function tensorSize(t: HostTensor, file?: { path: Uint8Array }): number {
+  const head = align8(8 + 8 * t.shape.length) + 8;
+  return file ? head + 8 + 8 + align8(file.path.byteLength) : head + align8(t.data.byteLength);
 }
 
 /** Writes words, f64s and byte runs at a moving offset. */
@@ -70,15 +92,20 @@ class Writer {
     this.view.setFloat64(this.at, v, true);
     this.at += 8;
   }
-  tensor(t: HostTensor): void {
+  tensor(t: HostTensor, file?: { path: Uint8Array; offset: number }): void {
     const index = DTYPE_INDEX.get(t.dtype);
     if (index === undefined) throw new Error(`no wire code for dtype ${t.dtype}`);
-    this.u32(index);
+    this.u32(file ? index | IN_FILE : index);
     this.u32(t.shape.length);
     for (const d of t.shape) this.f64(d);
     this.at = align8(this.at);
     this.u32(t.data.byteLength);
     this.u32(0);
+    if (file) {
+      this.f64(file.offset);
+      this.raw(file.path);
+      return;
+    }
     const d = t.data;
     this.bytes.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), this.at);
     this.at = align8(this.at + d.byteLength);
@@ -93,7 +120,12 @@ class Writer {
 class Reader {
   readonly view: DataView;
   at = 0;
-  constructor(readonly buffer: ArrayBuffer) {
+  /** Why an IN_FILE tensor could not be opened (its call fails; the rest of the batch goes on). */
+  failure: unknown = undefined;
+  constructor(
+    readonly buffer: ArrayBuffer,
+    private readonly openMapped?: OpenMapped,
+  ) {
     this.view = new DataView(buffer);
   }
   u32(): number {
@@ -108,7 +140,8 @@ class Reader {
     return v;
   }
   tensor(): HostTensor {
-    const dtype = DTYPES[this.u32()];
+    const code = this.u32();
+    const dtype = DTYPES[code & ~IN_FILE];
     if (dtype === undefined) throw new Error("engine wire: unknown dtype code");
     const rank = this.u32();
     const shape: number[] = [];
@@ -117,6 +150,17 @@ class Reader {
     const byteLength = this.u32();
     this.u32();
     const elements = shape.reduce((a, b) => a * b, 1);
+    if (code & IN_FILE) {
+      const offset = this.f64();
+      const path = utf8Decoder.decode(this.raw());
+      try {
+        if (!this.openMapped) throw new Error("engine wire: a tensor in a mapped file where none can be opened");
+        return { dtype, shape, data: bytesAsTyped(dtype, this.openMapped(path, offset, byteLength)) };
+      } catch (error) {
+        this.failure ??= error;
+        return { dtype, shape, data: viewTyped(dtype, new ArrayBuffer(0), 0, 0) };
+      }
+    }
     const data = viewTyped(dtype, this.buffer, this.at, byteLength === 0 ? 0 : elements);
     this.at = align8(this.at + byteLength);
     return { dtype, shape, data };
@@ -131,9 +175,14 @@ class Reader {
 
 export function encodeRunCalls(calls: readonly RunCall[]): ArrayBuffer {
   let size = 8;
+  const files = new Map<HostTensor, { path: Uint8Array; offset: number }>();
   for (const c of calls) {
     size = align8(size + 16 + 4 * c.resident.length);
-    for (const t of c.inputs) size += tensorSize(t);
+    for (const t of c.inputs) {
+      const file = inFile(t);
+      if (file) files.set(t, file);
+      size += tensorSize(t, file);
+    }
   }
   const w = new Writer(new ArrayBuffer(size));
   w.u32(MAGIC_CALLS);
@@ -145,7 +194,7 @@ export function encodeRunCalls(calls: readonly RunCall[]): ArrayBuffer {
     w.u32(c.resident.length);
     for (const h of c.resident) w.u32(h);
     w.at = align8(w.at);
-    for (const t of c.inputs) w.tensor(t);
+    for (const t of c.inputs) w.tensor(t, files.get(t));
   }
   return w.buffer;
 }
@@ -154,12 +203,17 @@ export function isRunCalls(data: unknown): data is ArrayBuffer {
   return data instanceof ArrayBuffer && data.byteLength >= 8 && new DataView(data).getUint32(0, true) === MAGIC_CALLS;
 }
 
-export function decodeRunCalls(buffer: ArrayBuffer): RunCall[] {
-  const r = new Reader(buffer);
+/** A decoded run call; `failure` is set when one of its inputs could not be read. */
+export type DecodedRunCall = RunCall & { readonly failure?: unknown };
+
+/** `openMapped` reads the inputs that stay in mapped files (without it, such a call fails). */
+export function decodeRunCalls(buffer: ArrayBuffer, openMapped?: OpenMapped): DecodedRunCall[] {
+  const r = new Reader(buffer, openMapped);
   if (r.u32() !== MAGIC_CALLS) throw new Error("engine wire: not a run batch");
   const count = r.u32();
-  const calls: RunCall[] = [];
+  const calls: DecodedRunCall[] = [];
   for (let k = 0; k < count; k++) {
+    r.failure = undefined;
     const id = r.u32();
     const handle = r.u32();
     const nInputs = r.u32();
@@ -169,7 +223,9 @@ export function decodeRunCalls(buffer: ArrayBuffer): RunCall[] {
     r.at = align8(r.at);
     const inputs: HostTensor[] = [];
     for (let i = 0; i < nInputs; i++) inputs.push(r.tensor());
-    calls.push({ id, handle, inputs, resident });
+    calls.push(
+      r.failure === undefined ? { id, handle, inputs, resident } : { id, handle, inputs, resident, failure: r.failure },
+    );
   }
   return calls;
 }

@@ -7,6 +7,7 @@
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
 import { isXlaserveError, uploadAll, viewTyped } from "@xlaserve/core";
 import { createFromSpec } from "../engine/backend-spec.ts";
+import { openMappedInput } from "./mapped-inputs.ts";
 import { type RunCall, type RunReply, decodeRunCalls, encodeRunReplies, isRunCalls, transferFor } from "./run-wire.ts";
 
 declare const self: Worker;
@@ -208,10 +209,11 @@ function wireError(err: unknown): { code: string; message: string; details: Reco
  */
 async function serveRunBatch(packed: ArrayBuffer): Promise<void> {
   const replies: RunReply[] = await Promise.all(
-    decodeRunCalls(packed).map(async (call): Promise<RunReply> => {
+    decodeRunCalls(packed, openMappedInput).map(async (call): Promise<RunReply> => {
       try {
         const be = backend;
         if (!be) throw new Error("the engine thread has no backend");
+        if (call.failure !== undefined) throw call.failure;
         return { id: call.id, ok: true, outputs: await runOnce(be, call) };
       } catch (err) {
         return { id: call.id, ok: false, error: wireError(err) };

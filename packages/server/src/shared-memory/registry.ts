@@ -1,9 +1,10 @@
-import { closeSync, fstatSync, openSync } from "node:fs";
-import { XlaserveError } from "@xlaserve/core";
+import { closeSync, existsSync, fstatSync, openSync } from "node:fs";
+import { XlaserveError, noteMappedFile } from "@xlaserve/core";
 import { badRequest } from "../http-error.ts";
 
 /** Where POSIX shared-memory objects live on Linux: shm_open("/name") is /dev/shm/name. */
 const SHM_DIR = "/dev/shm";
+const HAS_PROC_FDS = existsSync("/proc/self/fd");
 
 /** One registered region, as Triton's status calls report it. */
 export interface RegionStatus {
@@ -60,6 +61,9 @@ export class SharedMemoryRegistry {
       if (map.byteLength < offset + byteSize) {
         throw badRequest(`shared-memory region "${name}": "${key}" mapped only ${map.byteLength} bytes`);
       }
+      // An engine on another thread then reads large inputs from its own mapping of the same
+      // object (by this descriptor, so a name the client reuses meanwhile cannot swap it).
+      if (HAS_PROC_FDS) noteMappedFile(map, `/proc/self/fd/${fd}`);
       this.regions.set(name, { name, key, offset, byteSize, map, fd });
     } catch (error) {
       closeSync(fd);

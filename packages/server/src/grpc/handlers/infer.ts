@@ -23,11 +23,21 @@ function deadlineOf(call: { getDeadline(): Date | number }): number | undefined 
   return performance.now() + (at - Date.now());
 }
 
-/** Aborted when grpc-js cancels the call: the client went away or the deadline passed. */
-function cancelSignal(call: { on(event: "cancelled", listener: () => void): unknown }): AbortSignal {
+interface Cancellable {
+  on(event: "cancelled", listener: () => void): unknown;
+  removeListener(event: "cancelled", listener: () => void): unknown;
+}
+
+/**
+ * Aborted when grpc-js cancels the call before it is answered: the client went away or the
+ * deadline passed. grpc-js also emits "cancelled" after every answered call; `answered()` stops
+ * listening first, so a finished call costs no abort.
+ */
+function cancelSignal(call: Cancellable): { signal: AbortSignal; answered(): void } {
   const controller = new AbortController();
-  call.on("cancelled", () => controller.abort());
-  return controller.signal;
+  const cancel = () => controller.abort();
+  call.on("cancelled", cancel);
+  return { signal: controller.signal, answered: () => call.removeListener("cancelled", cancel) };
 }
 
 /**
@@ -67,7 +77,9 @@ function inferCall(
 export function modelInferHandler(infer: InferService) {
   return (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
     const deadline = deadlineOf(call);
-    void infer.execute(inferCall(infer, call.request, cancelSignal(call), deadline)).then((answer) => {
+    const cancel = cancelSignal(call);
+    void infer.execute(inferCall(infer, call.request, cancel.signal, deadline)).then((answer) => {
+      cancel.answered();
       if (answer.error) callback(answer.error);
       else callback(null, answer.response);
     });
@@ -81,7 +93,7 @@ export function modelInferHandler(infer: InferService) {
  */
 export function modelStreamInferHandler(infer: InferService) {
   return (call: ServerDuplexStream<Buffer, unknown>) => {
-    const signal = cancelSignal(call);
+    const { signal } = cancelSignal(call);
     const deadline = deadlineOf(call);
     let tail: Promise<void> = Promise.resolve();
     call.on("data", (bytes: Buffer) => {
