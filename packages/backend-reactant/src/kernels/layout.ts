@@ -9,7 +9,7 @@ import {
 } from "../array.ts";
 import { fastEncodeBf16 as encodeBf16, fastEncodeF16 as encodeF16 } from "../elem/half-bits.ts";
 import { executeFailed } from "./errors.ts";
-import { copyLoopFor } from "./strided-copy.ts";
+import { copyLoopFor, rowCopyFor } from "./strided-copy.ts";
 
 /**
  * The data-movement ops. They all reduce to one strided copy: output element (i0, i1, ...)
@@ -33,9 +33,36 @@ export function stridedCopy(
     for (let k = 0; k < slots; k++) out[k] = src.data[offset * slots + k] as number;
     return { type: src.type, shape: [], data: out };
   }
-  const slotSteps = slots === 1 ? step : step.map((x) => x * slots);
-  copyLoopFor(src.data, slots)(src.data, out, offset * slots, slotSteps, outShape);
+  const merged = mergeAxes(step, outShape);
+  const slotSteps = slots === 1 ? merged.step : merged.step.map((x) => x * slots);
+  copyLoopFor(src.data, slots)(src.data, out, offset * slots, slotSteps, merged.shape);
   return { type: src.type, shape: [...outShape], data: out };
+}
+
+/**
+ * The same walk over fewer axes: axes of size 1 dropped, and an axis merged into the next where
+ * it steps by the next one's whole extent (a slice of whole rows, a transpose that keeps the
+ * innermost axes). The copy loop's inner run is then as long as the data allows, instead of,
+ * say, 16 elements with an odometer step after each.
+ */
+export function mergeAxes(step: number[], shape: number[]): { step: number[]; shape: number[] } {
+  const outStep: number[] = [];
+  const outShape: number[] = [];
+  for (let d = 0; d < shape.length; d++) {
+    const size = shape[d] as number;
+    if (size === 1) continue;
+    const s = step[d] as number;
+    const last = outShape.length - 1;
+    if (last >= 0 && (outStep[last] as number) === s * size) {
+      outShape[last] = (outShape[last] as number) * size;
+      outStep[last] = s;
+    } else {
+      outShape.push(size);
+      outStep.push(s);
+    }
+  }
+  if (outShape.length === 0) return { step: [0], shape: [1] };
+  return { step: outStep, shape: outShape };
 }
 
 export function broadcastInDim(x: NDArray, dims: number[], outShape: number[], alloc?: DataAlloc): NDArray {
@@ -223,9 +250,12 @@ export function concatenate(inputs: NDArray[], dim: number): NDArray {
   let col = 0;
   for (const x of inputs) {
     const row = elementCount(x.shape.slice(dim)) * slots;
-    for (let r = 0; r < outer; r++) {
-      (out as Float64Array).set((x.data as Float64Array).subarray(r * row, (r + 1) * row), r * rowOut + col);
-    }
+    // Short rows (channels of NHWC maps) by a loop: a subarray per row costs more than its copy.
+    if (row < 64 && outer > 1) rowCopyFor(x.data)(x.data, out, outer, row, rowOut, col);
+    else
+      for (let r = 0; r < outer; r++) {
+        (out as Float64Array).set((x.data as Float64Array).subarray(r * row, (r + 1) * row), r * rowOut + col);
+      }
     col += row;
   }
   return { type: first.type, shape: outShape, data: out };

@@ -46,3 +46,33 @@ for (;;) {
 }`;
   return new Function("src", "out", "base", "step", "shape", source) as CopyLoop;
 }
+
+/** `rows` dense rows of `length` slots from `src` into `out`, `pitch` apart, starting at `at`. */
+export type RowCopy = (
+  src: TypedArray,
+  out: TypedArray,
+  rows: number,
+  length: number,
+  pitch: number,
+  at: number,
+) => void;
+
+const ROW_COPIES = new Map<unknown, RowCopy>();
+
+/** The row copy for `src`'s storage class, one per class for the reason given above. */
+export function rowCopyFor(src: TypedArray): RowCopy {
+  let copy = ROW_COPIES.get(src.constructor);
+  if (!copy) {
+    copy = new Function(
+      "src",
+      "out",
+      "rows",
+      "length",
+      "pitch",
+      "at",
+      "let r = 0; for (let i = 0; i < rows; i++) { const w = at + i * pitch; for (let q = 0; q < length; q++) out[w + q] = src[r++]; }",
+    ) as RowCopy;
+    ROW_COPIES.set(src.constructor, copy);
+  }
+  return copy;
+}
