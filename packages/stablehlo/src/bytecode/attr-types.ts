@@ -31,17 +31,21 @@ export class AttrTypeTable {
     const typeCount = r.count("the number of types");
     let at = data.pos;
     const fill = (into: Entry[], total: number, what: string) => {
+      // Described once, not per entry: the descriptions matter only when a read fails.
+      const groupDialect = `a ${what} group's dialect`;
+      const groupSize = `the size of a ${what} group`;
+      const entrySize = `a ${what} entry size`;
       while (into.length < total) {
         const groupAt = r.pos;
-        const dialectIndex = r.varint(`a ${what} group's dialect`);
+        const dialectIndex = r.varint(groupDialect);
         const dialect = container.dialects[dialectIndex];
         if (!dialect)
           throw r.fail(`a dialect index below ${container.dialects.length}, found ${dialectIndex}`, groupAt);
-        const n = r.varint(`the size of a ${what} group`);
+        const n = r.varint(groupSize);
         if (n > total - into.length) throw r.fail(`at most ${total - into.length} more ${what} entries`, groupAt);
         for (let i = 0; i < n; i++) {
           const entryAt = r.pos;
-          const [size, custom] = r.varintFlag(`a ${what} entry size`);
+          const [size, custom] = r.varintFlag(entrySize);
           if (at + size > data.end) throw r.fail(`a ${what} entry inside the attribute/type section`, entryAt);
           into.push({ dialect: dialect.name, custom, start: at, end: at + size });
           at += size;

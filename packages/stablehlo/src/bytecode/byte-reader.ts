@@ -141,14 +141,27 @@ export class ByteReader {
     while (i < this.end && this.bytes[i] !== 0) i++;
     if (i >= this.end) throw this.fail(`${what} ending in a NUL byte`);
     this.pos = i + 1;
-    return UTF8.decode(this.bytes.subarray(start, i));
+    return decodeUtf8(this.bytes, start, i);
   }
 }
 
 const UTF8 = new TextDecoder();
 
-export function decodeUtf8(bytes: Uint8Array): string {
-  return UTF8.decode(bytes);
+/**
+ * The UTF-8 text of bytes[start, end). Op names, attribute names and symbols are short ASCII,
+ * which is read without a view and a call into the decoder for each.
+ */
+export function decodeUtf8(bytes: Uint8Array, start = 0, end = bytes.length): string {
+  if (end - start <= 64) {
+    let s = "";
+    for (let i = start; i < end; i++) {
+      const b = bytes[i] as number;
+      if (b >= 0x80) return UTF8.decode(bytes.subarray(start, end));
+      s += String.fromCharCode(b);
+    }
+    return s;
+  }
+  return UTF8.decode(bytes.subarray(start, end));
 }
 
 /** MODULE_INVALID naming the artifact, the absolute offset and what was expected there. */

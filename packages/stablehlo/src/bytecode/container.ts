@@ -1,4 +1,4 @@
-import { ByteReader } from "./byte-reader.ts";
+import { ByteReader, decodeUtf8 } from "./byte-reader.ts";
 
 /**
  * The MLIR bytecode container: magic, format version, producer, and the top-level sections
@@ -139,7 +139,7 @@ function readStrings(section: ByteReader): string[] {
     const size = sizes[i] as number;
     if (size < 1 || at + size > r.end) throw r.fail(`string ${i} of ${size} bytes inside the string section`, at);
     if (r.bytes[at + size - 1] !== 0) throw r.fail(`string ${i} ending in a NUL byte`, at + size - 1);
-    strings[i] = new TextDecoder().decode(r.bytes.subarray(at, at + size - 1));
+    strings[i] = decodeUtf8(r.bytes, at, at + size - 1);
     at += size;
   }
   if (at !== r.end) throw r.fail("the string data to end with the section", at);

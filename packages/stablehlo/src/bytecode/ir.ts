@@ -13,10 +13,17 @@ export interface RawOp {
   readonly attrs: [string, RawAttr][];
   /** Properties: a reader over the op's property blob (decoded by the dialect layer). */
   readonly properties: ByteReader | null;
+  /**
+   * The blob's index in the properties section, or -1. Writers store each distinct blob once,
+   * so ops with the same index have the same inherent attributes.
+   */
+  readonly propertiesIndex: number;
   readonly resultTypes: RawType[];
   /** Value names: `%v<n>`, unique in the module. */
   readonly results: string[];
   readonly operands: string[];
+  /** The operands' types, from their definitions. */
+  readonly operandTypes: RawType[];
   readonly regions: RawRegion[];
 }
 
@@ -47,6 +54,8 @@ const MASK = {
 interface Scope {
   size: number;
   readonly names: (string | undefined)[];
+  /** The type of each live value, beside its name. */
+  readonly types: RawType[];
 }
 
 /**
@@ -82,7 +91,7 @@ export class IrReader {
   }
 
   private newScope(): Scope {
-    return { size: 0, names: [] };
+    return { size: 0, names: [], types: [] };
   }
 
   private readOp(r: ByteReader, region: RegionState, depth: number): RawOp {
@@ -102,6 +111,7 @@ export class IrReader {
       attrs = dict.entries;
     }
     let properties: ByteReader | null = null;
+    let propertiesIndex = -1;
     if (mask & MASK.properties) {
       const at = r.pos;
       if (opName.registered === null) throw r.fail("no properties before bytecode format 5", at);
@@ -114,6 +124,7 @@ export class IrReader {
         const blob = new ByteReader(section.bytes, section.origin, start, section.end);
         const size = blob.varint("a property blob size");
         properties = blob.sub(size, "a property blob");
+        propertiesIndex = index;
       } else {
         const dict = this.table.attr(r, "an unregistered operation's properties");
         if (dict.k === "dict") attrs = [...attrs, ...dict.entries];
@@ -125,9 +136,15 @@ export class IrReader {
       for (let i = 0; i < n; i++) resultTypes.push(this.table.type(r, "a result type"));
     }
     const operands: string[] = [];
+    const operandTypes: RawType[] = [];
     if (mask & MASK.operands) {
       const n = r.count("the number of operands");
-      for (let i = 0; i < n; i++) operands.push(this.use(r, region.scope));
+      const scope = region.scope;
+      for (let i = 0; i < n; i++) {
+        const index = this.use(r, scope);
+        operands.push(scope.names[index] as string);
+        operandTypes.push(scope.types[index] as RawType);
+      }
     }
     if (mask & MASK.successors)
       throw r.fail(`an operation without successors (${opName.name} branches; StableHLO has none)`, offset);
@@ -139,7 +156,7 @@ export class IrReader {
       [regionCount, isolated] = r.varintFlag("the number of regions");
       if (regionCount > r.remaining) throw r.fail(`at most ${r.remaining} regions`);
     }
-    const results = resultTypes.map(() => this.define(r, region));
+    const results = resultTypes.map((t) => this.define(r, region, t));
     const regions: RawRegion[] = [];
     if (regionCount > 0) {
       let rr = r;
@@ -156,7 +173,19 @@ export class IrReader {
       for (let i = 0; i < regionCount; i++) regions.push(this.readRegion(rr, scope, depth + 1));
       if (rr !== r && !rr.atEnd()) throw rr.fail(`the regions of ${opName.name} to end their section`);
     }
-    return { name: opName.name, opName, offset, attrs, properties, resultTypes, results, operands, regions };
+    return {
+      name: opName.name,
+      opName,
+      offset,
+      attrs,
+      properties,
+      propertiesIndex,
+      resultTypes,
+      results,
+      operands,
+      operandTypes,
+      regions,
+    };
   }
 
   private readRegion(r: ByteReader, scope: Scope, depth: number): RawRegion {
@@ -184,7 +213,7 @@ export class IrReader {
             type = this.table.type(r, "a block argument type");
             r.varint("a block argument location");
           }
-          args.push({ name: this.define(r, state), type });
+          args.push({ name: this.define(r, state, type), type });
         }
         if (this.c.version >= VERSION.useListOrdering) {
           const hasOrders = r.byte("a block's use-list order flag");
@@ -201,23 +230,25 @@ export class IrReader {
     return { blocks };
   }
 
-  private define(r: ByteReader, region: RegionState): string {
+  private define(r: ByteReader, region: RegionState, type: RawType): string {
     if (region.topLevel) return `%v${this.nextName++}`;
     if (region.next >= region.limit) {
       throw r.fail(`at most ${region.limit - region.base} values defined in this region`);
     }
     const name = `%v${this.nextName++}`;
+    region.scope.types[region.next] = type;
     region.scope.names[region.next++] = name;
     return name;
   }
 
-  private use(r: ByteReader, scope: Scope): string {
+  /** An operand: the index of a live value of the scope. */
+  private use(r: ByteReader, scope: Scope): number {
     const at = r.pos;
     const index = r.varint("an operand's value index");
     const name = index < scope.size ? scope.names[index] : undefined;
     if (name === undefined)
       throw r.fail(`an operand defined before its use (value index ${index} of ${scope.size})`, at);
-    return name;
+    return index;
   }
 }
 

@@ -1,5 +1,6 @@
 import type { AttrTypeTable } from "../bytecode/attr-types.ts";
 import type { ByteReader } from "../bytecode/byte-reader.ts";
+import type { OpName } from "../bytecode/container.ts";
 import type { RawOp, RawRegion } from "../bytecode/ir.ts";
 import type { RawAttr, RawType } from "../bytecode/values.ts";
 import { ModuleError } from "../errors.ts";
@@ -51,10 +52,18 @@ interface OpKind {
   readonly isReturn: boolean;
 }
 
+/** The attributes of an op without any: one shared empty record (the model is never mutated). */
+const NO_ATTRIBUTES: Record<string, Attr> = Object.freeze({}) as Record<string, Attr>;
+
 class Converter {
-  private readonly types = new Map<string, ValueType>();
   private readonly valueTypes = new Map<RawType, ValueType>();
   private readonly kinds = new Map<string, OpKind>();
+  /**
+   * Converted attributes per op name and encoding (property blob index, or the attribute
+   * dictionary, itself unique in the file): ResNet-50's 492 broadcasts have a handful of
+   * distinct ones, each converted once and shared.
+   */
+  private readonly converted = new Map<OpName, Map<number | readonly [string, RawAttr][], Record<string, Attr>>>();
 
   constructor(
     private readonly table: AttrTypeTable,
@@ -110,6 +119,26 @@ class Converter {
     return out;
   }
 
+  private attributes(op: RawOp, kind: OpKind): Record<string, Attr> {
+    const convert = () => convertOpAttributes(kind.short, this.inherent(op), (a) => toAttr(a, this.options.origin));
+    const key = op.attrs.length === 0 ? op.propertiesIndex : op.properties === null ? op.attrs : null;
+    if (key === null) return convert();
+    let byKey = this.converted.get(op.opName);
+    if (!byKey) {
+      byKey = new Map();
+      this.converted.set(op.opName, byKey);
+    }
+    let attrs = byKey.get(key);
+    if (!attrs) {
+      attrs = convert();
+      // Dense tensors stay one per op, as the text parser makes them: a constant's storage is
+      // the value the plan hands out, and two ops must not share it.
+      if (holdsDense(attrs)) return attrs;
+      byKey.set(key, attrs);
+    }
+    return attrs;
+  }
+
   func(op: RawOp): Func {
     if (op.name !== "vhlo.func_v1") throw this.fail(op, "a vhlo.func_v1 at module level");
     const a = this.inherent(op);
@@ -130,11 +159,7 @@ class Converter {
   }
 
   private blockArgs(args: RawRegion["blocks"][number]["args"]): BlockArg[] {
-    return args.map((arg) => {
-      const type = this.type(arg.type);
-      this.types.set(arg.name, type);
-      return { name: arg.name, type };
-    });
+    return args.map((arg) => ({ name: arg.name, type: this.type(arg.type) }));
   }
 
   private region(op: RawOp, region: RawRegion): Region {
@@ -147,14 +172,10 @@ class Converter {
   private op(op: RawOp, inFunc: boolean): Op {
     const kind = this.kind(op);
     const name = kind.isReturn ? (inFunc ? "func.return" : "stablehlo.return") : kind.stablehlo;
-    const hasAttributes = op.attrs.length > 0 || op.properties !== null;
-    const attrs: Record<string, Attr> = hasAttributes
-      ? convertOpAttributes(kind.short, this.inherent(op), (a) => toAttr(a, this.options.origin))
-      : {};
-    const operandTypes = op.operands.map((o) => this.types.get(o) as ValueType);
+    const attrs = op.attrs.length > 0 || op.properties !== null ? this.attributes(op, kind) : NO_ATTRIBUTES;
+    const operandTypes = op.operandTypes.map((t) => this.type(t));
     // A return's types are its operands' (`func.return %0 : tensor<f32>`), as the text parser has them.
     const resultTypes = kind.isReturn ? operandTypes : op.resultTypes.map((t) => this.type(t));
-    for (let i = 0; i < op.results.length; i++) this.types.set(op.results[i] as string, resultTypes[i] as ValueType);
     const regions = op.regions.map((r) => this.region(op, r));
     return {
       name,
@@ -167,4 +188,11 @@ class Converter {
       offset: op.offset,
     };
   }
+}
+
+function holdsDense(a: Attr | Record<string, Attr>): boolean {
+  if (typeof a !== "object" || a === null) return false;
+  if (Array.isArray(a)) return a.some(holdsDense);
+  if ("data" in a && ArrayBuffer.isView(a.data)) return true;
+  return Object.values(a).some(holdsDense);
 }
