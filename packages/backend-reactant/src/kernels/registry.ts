@@ -294,7 +294,15 @@ function pooledOutputs(): (frame: Frame) => DataAlloc {
   };
 }
 
+const splitNames = new Map<string, [string, string | undefined]>();
+
+/** An op name's dialect and short name, split once per name. */
 function splitName(name: string): [string, string | undefined] {
-  const dot = name.indexOf(".");
-  return dot < 0 ? [name, undefined] : [name.slice(0, dot), name.slice(dot + 1)];
+  let split = splitNames.get(name);
+  if (!split) {
+    const dot = name.indexOf(".");
+    split = dot < 0 ? [name, undefined] : [name.slice(0, dot), name.slice(dot + 1)];
+    splitNames.set(name, split);
+  }
+  return split;
 }

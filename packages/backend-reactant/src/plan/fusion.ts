@@ -33,15 +33,23 @@ function broadcastDims(op: Op): number[] {
   return (op.attrs.broadcast_dimensions as number[]).map(Number);
 }
 
-function shortName(op: Op): string {
-  return op.name.replace(/^(stablehlo|chlo)\./, "");
+const fusibleByName = new Map<string, boolean>();
+
+/** Whether ops of this name are elementwise ops the generator fuses (worked out once per name). */
+function isFusibleName(name: string): boolean {
+  let fusible = fusibleByName.get(name);
+  if (fusible === undefined) {
+    const n = name.replace(/^(stablehlo|chlo)\./, "");
+    fusible =
+      n !== name && (BINARY_OPS.has(n) || UNARY_OPS.has(n) || ["compare", "select", "clamp", "convert"].includes(n));
+    fusibleByName.set(name, fusible);
+  }
+  return fusible;
 }
 
 export function isFusible(op: Op): boolean {
-  if (!op.name.startsWith("stablehlo.") && !op.name.startsWith("chlo.")) return false;
-  const n = shortName(op);
-  if (op.results.length !== 1 || !isTensorType(op.resultTypes[op.resultTypes.length - 1])) return false;
-  return BINARY_OPS.has(n) || UNARY_OPS.has(n) || ["compare", "select", "clamp", "convert"].includes(n);
+  if (!isFusibleName(op.name)) return false;
+  return op.results.length === 1 && isTensorType(op.resultTypes[op.resultTypes.length - 1]);
 }
 
 /**
@@ -51,7 +59,7 @@ export function isFusible(op: Op): boolean {
 export function fuseSteps(
   steps: Step[],
   uses: number[][],
-  useCount: Map<number, number>,
+  useCount: { get(slot: number): number | undefined },
 ): { steps: Step[]; uses: number[][] } {
   const producer = new Map<number, number>();
   steps.forEach((s, i) => {
@@ -64,9 +72,11 @@ export function fuseSteps(
     if (absorbed.has(i) || !isFusible(root.op)) continue;
     const leaves: number[] = [];
     const members: Step[] = [];
+    const memberIndices: number[] = [];
     let size = 0;
-    const build = (step: Step): Node => {
+    const build = (step: Step, index: number): Node => {
       members.push(step);
+      memberIndices.push(index);
       size++;
       const children = step.inputs.map((slot): Node => {
         const p = producer.get(slot);
@@ -74,7 +84,7 @@ export function fuseSteps(
         if (ps && p !== undefined && !absorbed.has(p) && useCount.get(slot) === 1) {
           if (isFusible(ps.op)) {
             absorbed.add(p);
-            return build(ps);
+            return build(ps, p);
           }
           const slice = sliceNode(ps.op, leaves.length);
           if (slice) {
@@ -89,6 +99,7 @@ export function fuseSteps(
           if (ps.op.name === "stablehlo.broadcast_in_dim") {
             absorbed.add(p);
             members.push(ps);
+            memberIndices.push(p);
             size++;
             let source = ps.inputs[0] as number;
             let dims = broadcastDims(ps.op);
@@ -100,6 +111,7 @@ export function fuseSteps(
               if (qs.op.name === "stablehlo.broadcast_in_dim") {
                 absorbed.add(q);
                 members.push(qs);
+                memberIndices.push(q);
                 size++;
                 const outer = dims;
                 dims = broadcastDims(qs.op).map((a) => outer[a] as number);
@@ -115,13 +127,15 @@ export function fuseSteps(
       });
       return { kind: "op", op: step.op, children };
     };
-    const tree = build(root);
+    const tree = build(root, i);
     if (size < 2) continue;
     members.reverse(); // producers first, for the fallback path
     const kernel = fusedKernel(tree, root.op, members, leaves);
     const fusedUses = new Set<number>(leaves);
-    for (const m of members)
-      for (const u of uses[steps.indexOf(m)] ?? []) if (!members.some((x) => x.outputs.includes(u))) fusedUses.add(u);
+    const made = new Set<number>();
+    for (const m of members) for (const o of m.outputs) made.add(o);
+    for (let j = memberIndices.length - 1; j >= 0; j--)
+      for (const u of uses[memberIndices[j] as number] ?? []) if (!made.has(u)) fusedUses.add(u);
     replaced.set(i, {
       step: { op: root.op, label: "fused elementwise", inputs: leaves, outputs: root.outputs, kernel, frees: [] },
       uses: [...fusedUses],

@@ -32,7 +32,11 @@ export function markDyingOperands(steps: Step[]): void {
  * outer captures, not constants), each once. Kept, they would hold a second count on a loop's
  * carried buffers from one iteration to the next, and no update could ever be in place.
  */
-export function handOverSlots(resultSlots: number[], locals: Set<number>, constants: Map<number, unknown>): number[] {
+export function handOverSlots(
+  resultSlots: number[],
+  locals: { has(slot: number): boolean },
+  constants: Map<number, unknown>,
+): number[] {
   return [...new Set(resultSlots)].filter((s) => locals.has(s) && !constants.has(s));
 }
 
