@@ -139,6 +139,10 @@ try {
     },
   };
   await measureThroughput(result, { specs, rounds, warmUpSeconds });
+  // Whether the MLP ran on the serving thread (inline) or on the engine thread: a run there costs
+  // two cross-thread messages per request, which moves every ratio above.
+  const meta = (await (await fetch(`${worker.url}/v2/models/mlp`)).json()) as { xlaserve?: { inline?: unknown } };
+  result.figure("mlpInline", meta.xlaserve?.inline ?? null);
   await result.step("large input inline vs shared memory", () =>
     measureLargeInput(result, {
       client,

@@ -350,8 +350,8 @@ for phase in "${ordered[@]}"; do
       ;;
     grpc)
       # gRPC on this host's cores: the CPU engine, then the MLP on the GPU through PJRT.
-      run_step grpc 150 bun bench/grpc.bench.ts --engine reactant --results-dir "$RES"
-      run_step grpc-pjrt 150 bun bench/grpc.bench.ts --engine pjrt --results-dir "$RES"
+      run_step grpc 240 bun bench/grpc.bench.ts --engine reactant --results-dir "$RES"
+      run_step grpc-pjrt 240 bun bench/grpc.bench.ts --engine pjrt --results-dir "$RES"
       ;;
     cpu)
       run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \
