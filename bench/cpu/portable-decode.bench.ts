@@ -1,45 +1,71 @@
 /**
- * Reading a model's program: decoding its portable artifact (MLIR bytecode of VHLO) against
- * parsing its StableHLO text twin, both into the same program model, then planning it for the
- * CPU engine (`new Program(module).func("main")`), as a compile does. ResNet-50 at batch 1 by
- * default. The text side is the anchor: the ratio is text time / bytecode time, same run.
+ * Reading a model's program at load: decoding its portable artifact (MLIR bytecode of VHLO)
+ * against parsing its StableHLO text twin, both into the same program model, then planning it for
+ * the CPU engine. ResNet-50 at batch 1 by default. The text side is the anchor: ratios are text
+ * time / portable time, same run.
+ *
+ * The headline is the CPU engine's compile as a worker runs it at load (`backend.compile` on the
+ * module file's bytes: read + plan, nothing cached between turns), in alternating turns (text,
+ * portable, portable, text, ...) so the shared machine's load falls on both sides alike; figures
+ * are medians over turns after warm-up. Beside it, the breakdown of each turn (the bundle loader's
+ * signature check, the read, for portable artifacts its container + IR and VHLO -> StableHLO
+ * parts, and planning), and the first load in fresh processes (code not yet warm, as in a
+ * worker's first model).
  *
  * The two modules come from tools/export_jax_bundle.py (exported here into a temporary folder
  * unless --text and --portable name existing module files).
  *
- *   bun bench/cpu/portable-decode.bench.ts [--model resnet50] [--text F --portable F] [--runs 40]
+ *   bun bench/cpu/portable-decode.bench.ts [--model resnet50] [--text F --portable F]
+ *       [--turns 200] [--warmup 60] [--cold 5]
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Program } from "@xlaserve/backend-reactant";
-import { parseModule, readPortableArtifact } from "@xlaserve/stablehlo";
+import { Program, createReactantBackend } from "@xlaserve/backend-reactant";
+import { readModuleBytes } from "@xlaserve/backend-reactant/read-module.ts";
+import { detectModuleFormat } from "@xlaserve/core";
+import { moduleSignature } from "@xlaserve/core/bundle/modules.ts";
+import { AttrTypeTable } from "@xlaserve/stablehlo/bytecode/attr-types.ts";
+import { readContainer } from "@xlaserve/stablehlo/bytecode/container.ts";
+import { IrReader } from "@xlaserve/stablehlo/bytecode/ir.ts";
 import { python } from "../lib/anchor.ts";
 import { intFlag, parseFlags } from "../lib/args.ts";
 import { BenchResult, resultsDir } from "../lib/results.ts";
-import { round, summarize } from "../lib/stats.ts";
+import { median, round } from "../lib/stats.ts";
 
 const USAGE = `
 bun bench/cpu/portable-decode.bench.ts [options]
   --model NAME       example to export (default resnet50)
   --text FILE        an existing text module (with --portable: no export)
   --portable FILE    its portable-artifact twin
-  --runs N           timed repetitions of each (default 40, after 10 untimed)
+  --turns N          timed turns of each side (default 200)
+  --warmup N         untimed turns first (default 60)
+  --cold N           fresh processes per side for the first-load figure (default 5; 0: none)
   --results-dir DIR  where the JSON goes
 `;
 const { values } = parseFlags(USAGE, {
   model: { type: "string" },
   text: { type: "string" },
   portable: { type: "string" },
-  runs: { type: "string" },
+  turns: { type: "string" },
+  warmup: { type: "string" },
+  cold: { type: "string" },
   "results-dir": { type: "string" },
 });
 const model = (values.model as string | undefined) ?? "resnet50";
-const runs = Math.max(1, intFlag(values.runs, 40, "runs"));
+const turns = Math.max(1, intFlag(values.turns, 200, "turns"));
+const warmup = Math.max(0, intFlag(values.warmup, 60, "warmup"));
+const coldRuns = Math.max(0, intFlag(values.cold, 5, "cold"));
 const result = new BenchResult("portable-decode");
 result.dir = resultsDir(values["results-dir"] as string | undefined);
-result.figure("settings", { model, runs });
+result.figure("settings", { model, turns, warmup, coldProcessesPerSide: coldRuns });
+
+function moduleIn(dir: string): string {
+  const file = readdirSync(dir).find((f) => /^model(\.b\d+)?\.mlir$/.test(f));
+  if (!file) throw new Error(`no model*.mlir in ${dir}`);
+  return join(dir, file);
+}
 
 function exportPair(): { text: string; portable: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), "xlaserve-portable-bench-"));
@@ -55,56 +81,146 @@ function exportPair(): { text: string; portable: string; cleanup: () => void } {
     });
   }
   return {
-    text: join(dir, "text", "model.mlir"),
-    portable: join(dir, "portable", "model.mlir"),
+    text: moduleIn(join(dir, "text")),
+    portable: moduleIn(join(dir, "portable")),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
 
-function time(fn: () => void): number[] {
-  for (let i = 0; i < 10; i++) fn();
-  const out: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const started = performance.now();
-    fn();
-    out.push(performance.now() - started);
-  }
-  return out;
+type Side = "text" | "portable";
+const SIDES: Side[] = ["text", "portable"];
+const PARTS = ["compile", "signature", "read", "plan", "containerAndIr", "vhloToStablehlo"] as const;
+type Part = (typeof PARTS)[number];
+
+function timeOf(fn: () => void): number {
+  const started = performance.now();
+  fn();
+  return performance.now() - started;
 }
 
-await result.step("measure", () => {
+await result.step("measure", async () => {
   const pair =
     values.text && values.portable
       ? { text: values.text as string, portable: values.portable as string, cleanup: () => {} }
       : exportPair();
   try {
-    const text = readFileSync(pair.text, "utf8");
-    const bytes = new Uint8Array(readFileSync(pair.portable));
-    result.figure("moduleBytes", { text: Buffer.byteLength(text), portable: bytes.byteLength });
-    const parse = summarize(time(() => parseModule(text, "model.mlir")));
-    const decode = summarize(time(() => readPortableArtifact(bytes, "model.mlir", { strict: true })));
-    const textTotal = summarize(time(() => new Program(parseModule(text, "model.mlir")).func("main")));
-    const portableTotal = summarize(
-      time(() => new Program(readPortableArtifact(bytes, "model.mlir", { strict: true })).func("main")),
+    const bytes: Record<Side, Uint8Array> = {
+      text: new Uint8Array(readFileSync(pair.text)),
+      portable: new Uint8Array(readFileSync(pair.portable)),
+    };
+    if (detectModuleFormat(bytes.portable) !== "bytecode")
+      throw new Error(`${pair.portable} is not a portable artifact`);
+    result.figure("moduleBytes", { text: bytes.text.byteLength, portable: bytes.portable.byteLength });
+    const backend = createReactantBackend();
+    const samples: Record<Side, Record<Part, number[]>> = {
+      text: Object.fromEntries(PARTS.map((p) => [p, []])) as unknown as Record<Part, number[]>,
+      portable: Object.fromEntries(PARTS.map((p) => [p, []])) as unknown as Record<Part, number[]>,
+    };
+    const origin = "model.mlir";
+    const turn = async (side: Side, keep: boolean) => {
+      const b = bytes[side];
+      const format = side === "text" ? "text" : "bytecode";
+      // What the worker does: the engine's compile of the file's bytes (read + plan).
+      const started = performance.now();
+      const exe = await backend.compile({ bytes: b, format, origin }, {});
+      const compileMs = performance.now() - started;
+      exe.dispose();
+      // The same work in parts, and the bundle loader's signature check before it.
+      const signatureMs = timeOf(() => moduleSignature(b, { bundle: model, file: origin }));
+      let module: ReturnType<typeof readModuleBytes> | undefined;
+      const readMs = timeOf(() => {
+        module = readModuleBytes(b, origin);
+      });
+      const planMs = timeOf(() => {
+        const program = new Program(module as ReturnType<typeof readModuleBytes>);
+        program.func(program.entryName());
+      });
+      if (!keep) return;
+      const s = samples[side];
+      s.compile.push(compileMs);
+      s.signature.push(signatureMs);
+      s.read.push(readMs);
+      s.plan.push(planMs);
+      if (side === "portable") {
+        const irMs = timeOf(() => {
+          const c = readContainer(b, origin);
+          new IrReader(c, new AttrTypeTable(c)).readTopLevel();
+        });
+        s.containerAndIr.push(irMs);
+        s.vhloToStablehlo.push(Math.max(0, readMs - irMs));
+      }
+    };
+    for (let i = 0; i < warmup + turns; i++) {
+      // Alternate which side goes first, so neither always runs right after the other's garbage.
+      const order = i % 2 === 0 ? SIDES : [...SIDES].reverse();
+      for (const side of order) await turn(side, i >= warmup);
+    }
+    const figures: Record<Side, Record<string, { medianMs: number; minMs: number }>> = { text: {}, portable: {} };
+    for (const side of SIDES)
+      for (const part of PARTS) {
+        const xs = samples[side][part];
+        if (xs.length > 0) figures[side][part] = { medianMs: round(median(xs)), minMs: round(Math.min(...xs)) };
+      }
+    result.figure("warm", figures);
+    const med = (side: Side, part: Part) => median(samples[side][part]);
+    const perTurn = samples.text.compile.map((t, i) => t / (samples.portable.compile[i] as number));
+    result.figure("compileRatioPerTurn", { median: round(median(perTurn)) });
+    console.log(
+      `compile (read + plan) medians: text ${med("text", "compile").toFixed(3)} ms, portable ${med("portable", "compile").toFixed(3)} ms`,
     );
-    const ms = (s: { median: number; min: number }) => ({ medianMs: round(s.median), minMs: round(s.min) });
-    result.figure("readOnly", { textParse: ms(parse), portableDecode: ms(decode) });
-    result.figure("readAndPlan", { text: ms(textTotal), portable: ms(portableTotal) });
-    console.log(`parse ${parse.median.toFixed(2)} ms, decode ${decode.median.toFixed(2)} ms (medians)`);
-    console.log(`parse+plan ${textTotal.median.toFixed(2)} ms, decode+plan ${portableTotal.median.toFixed(2)} ms`);
+    for (const side of SIDES)
+      console.log(
+        `  ${side}: signature ${med(side, "signature").toFixed(3)}, read ${med(side, "read").toFixed(3)}, plan ${med(side, "plan").toFixed(3)} ms`,
+      );
     result.ratio(
-      `${model} read+plan: text / portable`,
-      { label: "text: parse + plan, median ms", value: textTotal.median },
-      { label: "portable: decode + plan, median ms", value: portableTotal.median },
+      `${model} read + plan: text / portable`,
+      { label: "text: backend.compile (parse + plan), median ms", value: med("text", "compile") },
+      { label: "portable: backend.compile (decode + plan), median ms", value: med("portable", "compile") },
       ">= 3",
     );
     result.ratio(
       `${model} read only: text / portable`,
-      { label: "text parse, median ms", value: parse.median },
-      { label: "portable decode, median ms", value: decode.median },
+      { label: "text parse, median ms", value: med("text", "read") },
+      { label: "portable decode (container, IR, VHLO -> StableHLO), median ms", value: med("portable", "read") },
     );
+    result.ratio(
+      `${model} signature check + read + plan: text / portable`,
+      {
+        label: "text: bundle loader's signature check + compile, median ms",
+        value: med("text", "signature") + med("text", "compile"),
+      },
+      {
+        label: "portable: bundle loader's signature check + compile, median ms",
+        value: med("portable", "signature") + med("portable", "compile"),
+      },
+    );
+    await backend.dispose();
+    if (coldRuns > 0) await measureCold(pair);
   } finally {
     pair.cleanup();
   }
 });
 result.write();
+
+/** The first signature check + compile in a fresh process, per side, alternating. */
+async function measureCold(pair: { text: string; portable: string }): Promise<void> {
+  const child = resolve(import.meta.dir, "portable-decode-cold.ts");
+  const out: Record<Side, number[]> = { text: [], portable: [] };
+  for (let i = 0; i < coldRuns; i++) {
+    for (const side of i % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+      const line = execFileSync(process.execPath, [child, pair[side]], { encoding: "utf8", timeout: 120_000 });
+      const ms = Number(/^first-load-ms (\S+)$/m.exec(line)?.[1]);
+      if (!Number.isFinite(ms)) throw new Error(`the cold-start child printed no time: ${line.trim()}`);
+      out[side].push(ms);
+    }
+  }
+  result.figure("cold", {
+    text: { medianMs: round(median(out.text)), samplesMs: out.text.map((x) => round(x)) },
+    portable: { medianMs: round(median(out.portable)), samplesMs: out.portable.map((x) => round(x)) },
+  });
+  result.ratio(
+    `${model} first load in a fresh process (signature check + compile): text / portable`,
+    { label: "text, median ms", value: median(out.text) },
+    { label: "portable, median ms", value: median(out.portable) },
+  );
+}

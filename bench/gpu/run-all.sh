@@ -367,6 +367,10 @@ for phase in "${ordered[@]}"; do
         run_step "portable-export-$m-portable" 120 python3 tools/export_jax_bundle.py "$m" "$WORK/portable/$m-portable" --name "$m-portable" --portable "${extra[@]}"
       done
       run_step portable-twins 240 bun bench/cpu/portable-twins.bench.ts --models "$WORK/portable" --results-dir "$RES"
+      # ResNet-50's 1.18 artifact: decode + plan against parse + plan of its text twin, on quiet cores.
+      run_step portable-decode 300 bun bench/cpu/portable-decode.bench.ts \
+        --text "$(ls "$WORK"/portable/resnet50/model*.mlir | head -1)" \
+        --portable "$(ls "$WORK"/portable/resnet50-portable/model*.mlir | head -1)" --results-dir "$RES"
       ;;
     zoo)
       # The zoo's bundles are committed (tests/zoo/models): no export step.

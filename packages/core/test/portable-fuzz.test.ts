@@ -65,9 +65,15 @@ describe("portable artifacts: fuzzed input", () => {
         read++;
       } catch (e) {
         refused++;
+        // Unreadable bytes: BUNDLE_INVALID with the offset and what was expected there; bytes that
+        // read but hold no usable @main: MODULE_INVALID. Either way naming the file.
         const clean =
-          (isXlaserveError(e, "BUNDLE_INVALID") && typeof e.details.offset === "number") ||
-          isXlaserveError(e, "MODULE_INVALID");
+          ((isXlaserveError(e, "BUNDLE_INVALID") &&
+            typeof e.details.offset === "number" &&
+            typeof e.details.expected === "string") ||
+            isXlaserveError(e, "MODULE_INVALID")) &&
+          e.details.file === AT.file &&
+          e.message.includes(AT.file);
         if (!clean) unclean.push(`${what}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
       }
       slowest = Math.max(slowest, performance.now() - started);
