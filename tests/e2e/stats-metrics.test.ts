@@ -8,42 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { StartedWorker } from "../../apps/worker/src/index.ts";
 import { parseExposition } from "../../packages/server/test/support/exposition.ts";
 import { startCpuWorker } from "./cpu-worker.ts";
+import { PROCESS_NAMES, REACTANT_SERVER_NAMES } from "./reactant-server-names.ts";
 import { type TempRepo, collectLogs, inferJson, makeRepo, readReference } from "./helpers.ts";
-
-/** Every series ReactantServer.jl's worker exports that has a counterpart here. */
-export const REACTANT_SERVER_NAMES = [
-  "worker_requests_total",
-  "worker_request_latency_seconds",
-  "worker_dispatch_total",
-  "worker_compute_seconds_total",
-  "worker_queue_depth",
-  "worker_queue_wait_seconds",
-  "worker_model_resident",
-  "worker_model_pinned",
-  "worker_model_weight_bytes",
-  "worker_requests_served_total",
-  "worker_rows_served_total",
-  "worker_model_max_batch_size",
-  "worker_weight_cache_resident_bytes",
-  "worker_weight_cache_max_bytes",
-  "worker_weight_cache_pinned_bytes",
-  "worker_weight_cache_max_scratch_bytes",
-  "worker_weight_pool_bytes",
-  "worker_weight_loads_total",
-  "worker_weight_evicts_total",
-  "worker_weight_load_seconds_total",
-  "worker_device_memory_in_use_bytes",
-  "worker_device_memory_limit_bytes",
-  "worker_device_memory_free_bytes",
-  "worker_device_memory_peak_in_use_bytes",
-  "worker_models_loaded",
-  "worker_models_resident",
-  "worker_resident_weight_bytes",
-  "worker_info",
-  "worker_inflight_requests",
-  "worker_requests_shed_total",
-  "worker_max_concurrent_requests",
-];
 
 const TRITON_NAMES = [
   "nv_inference_request_success",
@@ -56,13 +22,6 @@ const TRITON_NAMES = [
   "nv_inference_compute_infer_duration_us",
   "nv_inference_compute_output_duration_us",
   "nv_inference_pending_request_count",
-];
-
-const PROCESS_NAMES = [
-  "process_cpu_seconds_total",
-  "process_resident_memory_bytes",
-  "process_start_time_seconds",
-  "process_open_fds",
 ];
 
 let repo: TempRepo;
@@ -145,6 +104,7 @@ describe("statistics and /metrics from one source", () => {
     expect(m2.value("nv_inference_request_success", { model: "mlp" })).toBe(6);
   }, 120_000);
 
+  // ReactantServer's names, each with a sample and its memory figures checked: reactant-server-metrics.test.ts.
   test("every ReactantServer worker name, Triton's nv_inference_* names and process metrics are exported", async () => {
     const { types } = await scrape();
     const missing = [...REACTANT_SERVER_NAMES, ...TRITON_NAMES, ...PROCESS_NAMES].filter((n) => !types.has(n));

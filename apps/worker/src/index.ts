@@ -17,6 +17,7 @@ import { RepositoryWatcher } from "./repository/watcher.ts";
 import { openFleet, openPrograms, probeFigureStore } from "./start/program-source.ts";
 import { registryHooks } from "./start/registry-hooks.ts";
 import { type Serving, serve } from "./start/serve.ts";
+import { registerDeviceMemorySeries } from "./start/device-memory-series.ts";
 import { registerReactantServerSeries } from "./start/reactant-server-series.ts";
 import { StartupClock } from "./start/startup-clock.ts";
 import { installStopSignals } from "./start/stop-signals.ts";
@@ -133,13 +134,11 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     serverInfo,
     hooks: registryHooks(metrics, extra),
   });
-  metrics.onScrape(() =>
-    scrapeWorkerFigures(metrics, extra, backend, registry, cache?.cache?.fleet?.counters ?? null, cache),
-  );
+  metrics.onScrape(() => scrapeWorkerFigures(metrics, extra, registry, cache?.cache?.fleet?.counters ?? null, cache));
   let listening: RunningServer | null = null;
+  registerDeviceMemorySeries(metrics, http.Gauge, { registry, backend, log });
   registerReactantServerSeries(metrics, http.Gauge, {
     registry,
-    backend,
     config,
     pendingRequests: () => listening?.pendingRequests ?? 0,
   });

@@ -76,6 +76,9 @@ describe("the packed run messages", () => {
     if (second?.ok !== false) throw new Error("second reply should be an error");
     expect(second.error).toEqual(error);
     expect(decodeRunReplies(encodeRunReplies([], null)).stats).toBeNull();
+    // The pool and largest free block cross too, where the engine reports them.
+    const full = { inUseBytes: 1, peakBytes: 2, limitBytes: 3, poolBytes: 4, largestFreeBlockBytes: 5 };
+    expect(decodeRunReplies(encodeRunReplies([], full)).stats).toEqual(full);
   });
 
   test("inputs that are views into a larger buffer pack only their own bytes", () => {

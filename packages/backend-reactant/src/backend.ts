@@ -257,7 +257,13 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
       });
     },
 
-    memoryStats: (): MemoryStats => ({ inUseBytes: arena.inUseBytes, peakBytes: arena.peakBytes, limitBytes: null }),
+    memoryStats: (): MemoryStats => ({
+      inUseBytes: arena.inUseBytes,
+      peakBytes: arena.peakBytes,
+      limitBytes: null,
+      // Host memory is paged: no largest free block to report, and the pool is what the arena holds.
+      poolBytes: arena.inUseBytes + arena.pooledBytes,
+    }),
     resetPeakMemory: () => arena.resetPeak(),
     async dispose(): Promise<void> {
       disposed = true;

@@ -149,6 +149,14 @@ export interface MemoryStats {
   readonly peakBytes: number;
   /** Usable device memory, or null where the runtime does not report it. */
   readonly limitBytes: number | null;
+  /**
+   * Bytes the allocator holds for its pool: what it claimed from the device (PJRT's pool_bytes),
+   * or on the CPU engine its live buffers plus the freed ones it keeps for reuse. Absent where the
+   * runtime does not report it.
+   */
+  readonly poolBytes?: number;
+  /** The largest contiguous free block the allocator has (bytes), where it reports one. */
+  readonly largestFreeBlockBytes?: number;
 }
 
 export interface DeviceBuffer {

@@ -26,9 +26,9 @@ describe("log format", () => {
   test("auto on a terminal: compact human lines, nested values without JSON quoting", () => {
     const [loaded, slow] = lines(true);
     expect(loaded).toMatch(
-      /^\d\d:\d\d:\d\d\.\d{3} INFO  model loaded component=worker model=mlp ms=12\.5 programs=\[\{file=model\.b1\.mlir cache=hit ms=1\.2\}\]$/,
+      /^\d\d:\d\d:\d\d\.\d{3} INFO {2}model loaded component=worker model=mlp ms=12\.5 programs=\[\{file=model\.b1\.mlir cache=hit ms=1\.2\}\]$/,
     );
-    expect(slow).toMatch(/ WARN  slow component=worker why="two words"$/);
+    expect(slow).toMatch(/ WARN {2}slow component=worker why="two words"$/);
   });
 
   test("auto elsewhere, and json: one JSON object per line", () => {

@@ -232,7 +232,7 @@ export function decodeRunCalls(buffer: ArrayBuffer, openMapped?: OpenMapped): De
 
 export function encodeRunReplies(replies: readonly RunReply[], stats: MemoryStats | null): ArrayBuffer {
   const errors = new Map<number, Uint8Array>();
-  let size = 8 + 24; // magic, count, then three f64 memory figures
+  let size = 8 + 40; // magic, count, then five f64 memory figures
   replies.forEach((rep, i) => {
     size = align8(size + 12);
     if (rep.ok) {
@@ -249,6 +249,8 @@ export function encodeRunReplies(replies: readonly RunReply[], stats: MemoryStat
   w.f64(stats ? stats.inUseBytes : -1);
   w.f64(stats ? stats.peakBytes : -1);
   w.f64(stats?.limitBytes ?? -1);
+  w.f64(stats?.poolBytes ?? -1);
+  w.f64(stats?.largestFreeBlockBytes ?? -1);
   replies.forEach((rep, i) => {
     w.at = align8(w.at);
     w.u32(rep.id);
@@ -276,7 +278,18 @@ export function decodeRunReplies(buffer: ArrayBuffer): { replies: RunReply[]; st
   const inUse = r.f64();
   const peak = r.f64();
   const limit = r.f64();
-  const stats = inUse < 0 ? null : { inUseBytes: inUse, peakBytes: peak, limitBytes: limit < 0 ? null : limit };
+  const pool = r.f64();
+  const largestFree = r.f64();
+  const stats: MemoryStats | null =
+    inUse < 0
+      ? null
+      : {
+          inUseBytes: inUse,
+          peakBytes: peak,
+          limitBytes: limit < 0 ? null : limit,
+          ...(pool < 0 ? {} : { poolBytes: pool }),
+          ...(largestFree < 0 ? {} : { largestFreeBlockBytes: largestFree }),
+        };
   const replies: RunReply[] = [];
   for (let k = 0; k < count; k++) {
     r.at = align8(r.at);

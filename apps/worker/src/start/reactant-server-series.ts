@@ -1,5 +1,4 @@
 import { hostname } from "node:os";
-import type { AbstractBackend } from "@xlaserve/core";
 import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { Metrics } from "@xlaserve/server";
 import type { HttpModules } from "../http/http-modules.ts";
@@ -7,16 +6,15 @@ import type { ModelRegistry } from "../repository/registry.ts";
 
 /**
  * The rest of ReactantServer.jl's worker series under its names (worker_weight_cache_*,
- * worker_weight_pool_bytes, worker_device_memory_*, worker_models_resident, worker_info, the
- * admission gauges), so its Grafana dashboards work against this worker unchanged. Sampled at
- * scrape time from the registry, the budget and the backend.
+ * worker_weight_pool_bytes, worker_models_resident, worker_info, the admission gauges; the
+ * worker_device_memory_* ones are device-memory-series.ts's), so its Grafana dashboards work
+ * against this worker unchanged. Sampled at scrape time from the registry and the budget.
  */
 export function registerReactantServerSeries(
   metrics: Metrics,
   Gauge: HttpModules["Gauge"],
   source: {
     readonly registry: ModelRegistry;
-    readonly backend: AbstractBackend;
     readonly config: Config;
     /** Requests the HTTP server is answering now (the scrape itself included), once it listens. */
     readonly pendingRequests: () => number;
@@ -39,10 +37,6 @@ export function registerReactantServerSeries(
     ["device"],
   );
   const pool = gauge("worker_weight_pool_bytes", "Bytes allotted to all weights, pinned and on-demand", ["device"]);
-  const free = gauge("worker_device_memory_free_bytes", "Device bytes free to allocate (limit - in use)", ["device"]);
-  const peak = gauge("worker_device_memory_peak_in_use_bytes", "Peak device bytes in use since the last reset", [
-    "device",
-  ]);
   const resident = gauge("worker_models_resident", "Models whose weights are resident on the device");
   const inflight = gauge("worker_inflight_requests", "HTTP requests being answered now (this scrape excluded)");
   const maxConcurrent = gauge(
@@ -56,7 +50,7 @@ export function registerReactantServerSeries(
     "discipline",
     "residency_mode",
   ]);
-  const { registry, backend, config } = source;
+  const { registry, config } = source;
   info.set(
     {
       worker: hostname(),
@@ -77,13 +71,6 @@ export function registerReactantServerSeries(
       cachePinned.set(device, b.pinnedBytes);
       cacheScratch.set(device, b.maxScratchBytes);
       pool.set(device, b.poolBytes);
-    }
-    try {
-      const m = backend.memoryStats();
-      peak.set(device, m.peakBytes);
-      if (m.limitBytes !== null) free.set(device, Math.max(0, m.limitBytes - m.inUseBytes));
-    } catch {
-      // a disposed backend during shutdown
     }
     resident.set(registry.models().filter((m) => m.extra().resident).length);
     inflight.set(Math.max(0, source.pendingRequests() - 1));

@@ -9,6 +9,8 @@ export function registryHooks(metrics: Metrics, extra: WorkerGauges): RegistryHo
     weightLoad: (model, _bytes, s) => {
       metrics.weightLoads.inc({ model });
       extra.weightLoadSeconds.inc({ model }, s);
+      // Evictions at 0 from the first load on, so a rate of them exists before the first one.
+      metrics.weightEvicts.inc({ model }, 0);
     },
     weightEvict: (model) => metrics.weightEvicts.inc({ model }),
     programLoaded: (model, p) => {

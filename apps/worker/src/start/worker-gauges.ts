@@ -1,5 +1,4 @@
 import type { FleetCounters } from "@xlaserve/cache";
-import type { AbstractBackend } from "@xlaserve/core";
 import type { Metrics } from "@xlaserve/server";
 import type { HttpModules } from "../http/http-modules.ts";
 import type { ModelRegistry } from "../repository/registry.ts";
@@ -75,11 +74,10 @@ export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], 
 
 export type WorkerGauges = ReturnType<typeof workerGauges>;
 
-/** Sets the device, budget and per-model figures on every scrape. */
+/** Sets the budget, cache and per-model figures on every scrape (device memory: device-memory-series.ts). */
 export function scrapeWorkerFigures(
   metrics: Metrics,
   extra: WorkerGauges,
-  backend: AbstractBackend,
   registry: ModelRegistry,
   fleet: FleetCounters | null = null,
   cache: CacheHolder | null = null,
@@ -96,14 +94,6 @@ export function scrapeWorkerFigures(
   if (cache) {
     extra.cacheDegraded.set(cache.degraded ? 1 : 0);
     extra.cacheWriteFailures.set(cache.writeFailures);
-  }
-  try {
-    const m = backend.memoryStats();
-    metrics.deviceMemoryInUse.set({ device: dev }, m.inUseBytes);
-    metrics.deviceMemoryPeak.set({ device: dev }, m.peakBytes);
-    if (m.limitBytes !== null) metrics.deviceMemoryLimit.set({ device: dev }, m.limitBytes);
-  } catch {
-    // a disposed backend during shutdown
   }
   const b = registry.currentBudget();
   metrics.weightCacheUsed.set({ device: dev }, registry.weights.residentOnDemandBytes);

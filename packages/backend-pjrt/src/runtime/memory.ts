@@ -3,7 +3,10 @@ import { CStruct } from "../abi/cstruct.ts";
 import { PJRT_Device_ClearMemoryStats_Args, PJRT_Device_MemoryStats_Args } from "../abi/structs.ts";
 import type { PjrtClient } from "./client.ts";
 
-/** PJRT_Device_MemoryStats: in use, peak (falls back to in use where unset) and the limit. */
+/**
+ * PJRT_Device_MemoryStats: in use, peak (falls back to in use where unset), the limit, and the
+ * pool and largest free block where the plugin's allocator sets them (XLA's BFC allocator does).
+ */
 export function deviceMemoryStats(client: PjrtClient, device = 0): MemoryStats {
   const args = new CStruct(PJRT_Device_MemoryStats_Args, { device: client.device(device).handle });
   client.api.call("PJRT_Device_MemoryStats", args);
@@ -12,6 +15,10 @@ export function deviceMemoryStats(client: PjrtClient, device = 0): MemoryStats {
     inUseBytes: inUse,
     peakBytes: args.getBool("peak_bytes_in_use_is_set") ? args.get("peak_bytes_in_use") : inUse,
     limitBytes: args.getBool("bytes_limit_is_set") ? args.get("bytes_limit") : null,
+    ...(args.getBool("pool_bytes_is_set") ? { poolBytes: args.get("pool_bytes") } : {}),
+    ...(args.getBool("largest_free_block_bytes_is_set")
+      ? { largestFreeBlockBytes: args.get("largest_free_block_bytes") }
+      : {}),
   };
 }
 
