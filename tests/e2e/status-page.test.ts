@@ -66,6 +66,8 @@ afterAll(async () => {
 });
 
 let mlpRequests = 0;
+const BAD_INPUT = "<i>features</i>";
+let lastError = "";
 async function traffic(withError = true): Promise<void> {
   const mlp = readReference("mlp").get(1)?.inputs ?? new Map();
   const cnn = readReference("cnn").get(1)?.inputs ?? new Map();
@@ -73,8 +75,15 @@ async function traffic(withError = true): Promise<void> {
   for (let i = 0; i < 4; i++) expect((await inferJson(worker.url, "cnn", cnn)).status).toBe(200);
   mlpRequests += 12;
   if (!withError) return;
-  const bad = await fetch(`${worker.url}/v2/models/mlp/infer`, { method: "POST", body: '{"inputs":[]}' });
+  // An input name with markup: the page must show it as text (escaped), not as markup.
+  const bad = await fetch(`${worker.url}/v2/models/mlp/infer`, {
+    method: "POST",
+    body: JSON.stringify({
+      inputs: [{ name: BAD_INPUT, shape: [1, 64], datatype: "FP32", data: new Array(64).fill(0) }],
+    }),
+  });
   expect(bad.status).toBe(400);
+  lastError = `400 ${((await bad.json()) as { error: string }).error}`;
   mlpRequests += 1;
 }
 
@@ -155,10 +164,31 @@ describe.skipIf(!hasChromium)("status page in chromium", () => {
     for (const name of ["mlp", "cnn"]) {
       expect(Number(await page.locator(`#latency-${name}`).getAttribute("data-points"))).toBeGreaterThanOrEqual(1);
     }
-    const events = await page.locator("#events").textContent();
-    expect(events).toContain("mlp reloaded");
-    expect(events).toContain("broken failed");
-    expect(events).toMatch(/mlp errors: \d+ failed requests?/);
+    // Recent events, each with its message: the failed load's reason as the index gives it, what
+    // the reload did (from the model's metadata), the last failed request's status and error.
+    const events = (await page.evaluate(
+      `[...document.querySelectorAll("#events li")].map((li) => li.textContent ?? "")`,
+    )) as string[];
+    const broken = index.find((e) => e.name === "broken");
+    expect(broken?.reason).toContain("executable_inputs");
+    expect(events).toContainEqual(expect.stringContaining(`broken failed: ${broken?.reason}`));
+    const mlp = (await (await fetch(`${worker.url}/v2/models/mlp`)).json()) as {
+      xlaserve: { generation: number; programs: Array<{ outcome: string }> };
+    };
+    const programs = mlp.xlaserve.programs;
+    const hitCount = programs.filter((p) => p.outcome === "hit").length;
+    expect(events).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `mlp reloaded: new version serving: generation ${mlp.xlaserve.generation}, loaded in \\d+ ms, ${hitCount} of ${programs.length} programs from the cache`,
+        ),
+      ),
+    );
+    expect(lastError).toContain(BAD_INPUT);
+    expect(events).toContainEqual(expect.stringMatching(/^\S+ mlp errors: \d+ failed requests?, the last: /));
+    expect(events.find((e) => e.includes("mlp errors"))).toEndWith(lastError);
+    // Escaped: the input name is text on the page, no <i> element came from it.
+    expect(await page.locator("#events i").count()).toBe(0);
 
     // Nothing but the worker was asked for anything (no CDN, no fonts).
     expect(requested.length).toBeGreaterThan(1);

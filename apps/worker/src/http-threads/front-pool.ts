@@ -137,7 +137,13 @@ export class FrontPool {
         this.synced(m.id, this.fronts[index - 1]);
         return;
       case "tally":
-        for (const t of m.requests) for (const s of t.seconds) this.options.metrics.requestDone(t.model, t.status, s);
+        for (const t of m.requests) {
+          // The message goes with the last of them: what the status page shows is the latest.
+          const last = t.seconds.length - 1;
+          for (const [i, s] of t.seconds.entries()) {
+            this.options.metrics.requestDone(t.model, t.status, s, "http", i === last ? t.error : undefined);
+          }
+        }
         for (const d of m.stats) this.options.addStats(d.name, d.generation, d.stats);
         this.answered[index - 1] = (this.answered[index - 1] ?? 0) + m.answered;
         this.relayed[index - 1] = (this.relayed[index - 1] ?? 0) + m.relayed;

@@ -38,7 +38,7 @@ function send(message: FromFront, transfer: Transferable[] = []): void {
 
 /** worker_requests_total / worker_request_latency_seconds, gathered here and applied on the main thread. */
 const counter = {
-  requestDone(model: string, status: string, seconds: number): void {
+  requestDone(model: string, status: string, seconds: number, _protocol?: string, error?: string): void {
     const key = `${model}\u0000${status}`;
     let t = tallies.get(key);
     if (!t) {
@@ -46,6 +46,7 @@ const counter = {
       tallies.set(key, t);
     }
     t.seconds.push(seconds);
+    if (error !== undefined) t.error = error;
     answered++;
   },
 };

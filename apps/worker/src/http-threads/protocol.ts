@@ -70,6 +70,8 @@ export interface RequestTally {
   readonly model: string;
   readonly status: string;
   readonly seconds: number[];
+  /** The message of the last of these that failed, if any did. */
+  error?: string;
 }
 
 /** A replica's statistics since its last report, added into the model's own on the main thread. */

@@ -139,7 +139,7 @@ export class InferService {
     }
     const seconds = (performance.now() - start) / 1000;
     const { metrics, logger } = this.options;
-    metrics.requestDone(label, status, seconds, call.protocol);
+    metrics.requestDone(label, status, seconds, call.protocol, abandoned ? undefined : failure);
     if (abandoned) {
       logger.debug("infer abandoned by the client", {
         model: call.modelName,

@@ -132,9 +132,10 @@ export class Metrics {
 
   /**
    * One answered infer request: worker_requests_total, worker_request_latency_seconds and the
-   * request book, together, so the statistics extension and /metrics never disagree.
+   * request book, together, so the statistics extension and /metrics never disagree. `error`: a
+   * failure's message, kept as the model's last error for the status page.
    */
-  requestDone(model: string, status: string, seconds: number, protocol = "http"): void {
+  requestDone(model: string, status: string, seconds: number, protocol = "http", error?: string): void {
     const key = `${model}\u0000${status}\u0000${protocol}`;
     let s = this.requestSeries.get(key);
     if (!s) {
@@ -150,7 +151,7 @@ export class Metrics {
     }
     s.done.inc();
     s.latency.observe(seconds);
-    if (s.book) recordRequest(s.book, s.ok, seconds);
+    if (s.book) recordRequest(s.book, s.ok, seconds, status, error);
     if (s.shed) this.shed.labels().inc();
   }
 

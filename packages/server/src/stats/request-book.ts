@@ -9,6 +9,8 @@ export interface RequestFigures {
   readonly fail: { count: number; ns: number };
   /** Milliseconds since the epoch of the last answered request. */
   lastInference: number;
+  /** The last failure's status and message (for the status page's events), or null. */
+  lastError: { t: number; status: string; message: string } | null;
 }
 
 export class RequestBook {
@@ -18,7 +20,7 @@ export class RequestBook {
   entry(model: string): RequestFigures {
     let e = this.byModel.get(model);
     if (!e) {
-      e = { success: { count: 0, ns: 0 }, fail: { count: 0, ns: 0 }, lastInference: 0 };
+      e = { success: { count: 0, ns: 0 }, fail: { count: 0, ns: 0 }, lastInference: 0, lastError: null };
       this.byModel.set(model, e);
     }
     return e;
@@ -29,10 +31,11 @@ export class RequestBook {
   }
 }
 
-/** Adds one answered request to `e`. */
-export function recordRequest(e: RequestFigures, ok: boolean, seconds: number): void {
+/** Adds one answered request to `e` (a failure with its status and, where known, its message). */
+export function recordRequest(e: RequestFigures, ok: boolean, seconds: number, status = "", error?: string): void {
   const d = ok ? e.success : e.fail;
   d.count++;
   d.ns += Math.round(seconds * 1e9);
   e.lastInference = Date.now();
+  if (!ok && error !== undefined) e.lastError = { t: e.lastInference, status, message: error };
 }

@@ -70,7 +70,9 @@ export class StatusHistory {
       models[entry.name] = { requests, ms: requests > 0 ? (ns - before.ns) / requests / 1e6 : null };
       const newFails = figures.fail.count - before.fails;
       if (newFails > 0 && this.seeded) {
-        this.event(now, "errors", entry.name, `${newFails} failed request${newFails === 1 ? "" : "s"}`);
+        const last = figures.lastError;
+        const text = `${newFails} failed request${newFails === 1 ? "" : "s"}`;
+        this.event(now, "errors", entry.name, last ? `${text}, the last: ${last.status} ${last.message}` : text);
       }
       this.last.set(entry.name, { count, ns, fails: figures.fail.count });
     }
@@ -94,12 +96,12 @@ export class StatusHistory {
       if (!before) {
         // What was there at the first look is the starting point, not news, unless it failed.
         if (entry.state === "UNAVAILABLE" && entry.reason) this.event(now, "failed", entry.name, entry.reason);
-        else if (this.seeded && model) this.event(now, "loaded", entry.name, "loaded");
+        else if (this.seeded && model) this.event(now, "loaded", entry.name, loadText("serving", model));
         continue;
       }
       if (model && before.model && model !== before.model)
-        this.event(now, "reloaded", entry.name, "new version serving");
-      else if (model && !before.model) this.event(now, "loaded", entry.name, "loaded");
+        this.event(now, "reloaded", entry.name, loadText("new version serving", model));
+      else if (model && !before.model) this.event(now, "loaded", entry.name, loadText("serving", model));
       if (entry.reason !== before.reason && entry.reason) {
         const kind = entry.state === "UNAVAILABLE" && entry.reason !== "unloaded" ? "failed" : "unloaded";
         this.event(now, entry.reason.startsWith("reload failed") ? "failed" : kind, entry.name, entry.reason);
@@ -117,6 +119,22 @@ export class StatusHistory {
     this.events.push({ t, kind, model, text });
     if (this.events.length > KEEP_EVENTS) this.events.splice(0, this.events.length - KEEP_EVENTS);
   }
+}
+
+/**
+ * What a load did, from the model's extra figures where the registry gives them: its generation,
+ * load time and how many programs came from the program cache.
+ */
+function loadText(what: string, model: ServedModel): string {
+  const x = model.extra() as { generation?: unknown; loadMs?: unknown; programs?: unknown };
+  const parts: string[] = [];
+  if (typeof x.generation === "number") parts.push(`generation ${x.generation}`);
+  if (typeof x.loadMs === "number") parts.push(`loaded in ${Math.round(x.loadMs)} ms`);
+  if (Array.isArray(x.programs) && x.programs.length > 0) {
+    const hits = x.programs.filter((p) => (p as { outcome?: unknown })?.outcome === "hit").length;
+    parts.push(`${hits} of ${x.programs.length} programs from the cache`);
+  }
+  return parts.length > 0 ? `${what}: ${parts.join(", ")}` : what;
 }
 
 async function counterTotal(counter: { get(): Promise<{ values: { value: number }[] }> }): Promise<number> {

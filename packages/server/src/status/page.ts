@@ -17,7 +17,7 @@ th{font-weight:600;background:#eef0f4}.num{text-align:right;font-variant-numeric
 .legend{list-style:none;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap:4px 16px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 .row{display:flex;flex-wrap:wrap;gap:12px}.chart{margin:0;background:#fff;padding:6px;border:1px solid #e5e7eb}
 .chart figcaption{font-size:12px;margin-bottom:2px}.chart .bg{fill:#fafafa}.chart .line{fill:none;stroke:#2563eb;stroke-width:1.5}.chart .dot{fill:#2563eb}
-#events{list-style:none;padding:0;margin:0;background:#fff;border:1px solid #e5e7eb;max-width:760px}#events li{padding:3px 8px;border-bottom:1px solid #f0f0f0}
+#events{list-style:none;padding:0;margin:0;background:#fff;border:1px solid #e5e7eb;max-width:980px}#events li{padding:3px 8px;border-bottom:1px solid #f0f0f0;overflow-wrap:anywhere}
 .event.failed,.event.errors{color:#b3261e}.event.reloaded,.event.loaded{color:#137333}time{font-variant-numeric:tabular-nums;color:#6b7280}
 `;
 
