@@ -87,7 +87,7 @@ describe("xlaserve CLI usage", () => {
     }
   }, 60_000);
 
-  test("a busy port is reported before any model loads", async () => {
+  test("a busy port (REST or gRPC) is reported before any model loads", async () => {
     const r = repo();
     const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
     try {
@@ -104,6 +104,22 @@ describe("xlaserve CLI usage", () => {
       expect(res.err).toContain(`cannot listen on 127.0.0.1:${busy.port}`);
       expect(res.err).not.toContain("model loaded");
       noStack(res.err);
+      // The gRPC port too: checked at start, named as the gRPC port.
+      const grpc = await cli([
+        "serve",
+        "--port",
+        "0",
+        "--grpc-port",
+        String(busy.port),
+        "--repository",
+        r.repository,
+        "--state-dir",
+        r.stateDir,
+      ]);
+      expect(grpc.code).toBe(1);
+      expect(grpc.err).toContain(`cannot listen on 127.0.0.1:${busy.port} (the gRPC port, server.grpcPort)`);
+      expect(grpc.err).not.toContain("model loaded");
+      noStack(grpc.err);
     } finally {
       busy.stop(true);
     }

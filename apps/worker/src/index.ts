@@ -68,6 +68,8 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   // A busy port is found now, not after every model has compiled and loaded (a port shared on
   // purpose, server.reusePort for the node's CPU workers, is busy by design).
   if (config.server.port !== 0 && !config.server.reusePort) assertPortFree(config.server.host, config.server.port);
+  const grpcPort = grpcPortFor(config, overrides);
+  if (grpcPort) assertPortFree(config.server.host, grpcPort, "the gRPC port, server.grpcPort");
 
   // The fleet's catalog connection opens while the engine starts.
   const fleetOpening = overrides.programs ? null : openFleet(config, log);
@@ -185,7 +187,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       metrics,
       logger,
       backend,
-      grpcPort: grpcPortFor(config, overrides),
+      grpcPort,
     });
     ({ server, fronts } = serving);
     listening = server;

@@ -41,20 +41,28 @@ function tlsOf(config: Config): GrpcTls | undefined {
   };
 }
 
-/** Starts the gRPC service beside the REST API, on the same registry, metrics and shared-memory regions. */
-export function startWorkerGrpc(
+/**
+ * Starts the gRPC service beside the REST API, on the same registry, metrics and shared-memory
+ * regions. A port taken since the check at start is one clear error, as a busy REST port is.
+ */
+export async function startWorkerGrpc(
   http: HttpModules,
   config: Config,
   port: number,
   parts: { registry: ModelRegistryView; logger: Logger; metrics: Metrics; sharedMemory: SharedMemoryRegistry },
 ): Promise<RunningGrpcServer> {
-  return http.startGrpcServer({
-    ...parts,
-    host: config.server.host,
-    port,
-    maxMessageBytes: config.server.grpcMaxMessageBytes,
-    authToken: config.server.authToken,
-    readiness: config.server.readiness,
-    tls: tlsOf(config),
-  });
+  const tls = tlsOf(config);
+  try {
+    return await http.startGrpcServer({
+      ...parts,
+      host: config.server.host,
+      port,
+      maxMessageBytes: config.server.grpcMaxMessageBytes,
+      authToken: config.server.authToken,
+      readiness: config.server.readiness,
+      tls,
+    });
+  } catch (err) {
+    throw new XlaserveError("CONFIG_INVALID", `${(err as Error).message} (the gRPC port, server.grpcPort)`);
+  }
 }
