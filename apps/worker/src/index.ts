@@ -203,7 +203,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   log.info("listening", { url: server.url, grpc: grpc?.address ?? null, models: registry.loadedNames() });
   log.info(`ready in ${Math.round(startup.totalMs())} ms`, {
     ms: Math.round(startup.totalMs()),
-    phases: startup.phases(),
+    detail: { phases: startup.phases() },
   });
   // Models whose stored probe figures spared their probe run once now, beside the first requests.
   void registry.warmUpPending();

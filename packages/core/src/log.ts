@@ -9,6 +9,11 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** auto: text when the lines go to a terminal, JSON otherwise (files, pipes, log shippers). */
 export type LogFormat = "auto" | "json" | "text";
 
+/**
+ * A record's fields. `detail` holds what a log shipper wants and a person reading a terminal
+ * does not (every program's timing, raw byte counts beside their formatted form): JSON lines
+ * carry its fields beside the others, the human format leaves them out so the line stays short.
+ */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -37,8 +42,14 @@ export function createLogger(options: LoggerOptions = {}, bound: Record<string, 
   const sink = options.sink ?? ((line: string) => process.stderr.write(`${line}\n`));
   const emit = (at: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[at] < RANK[level]) return;
-    const record = { time: new Date().toISOString(), level: at, msg, ...bound, ...fields };
-    sink(format === "json" ? JSON.stringify(record, jsonSafe) : formatText(record));
+    const { detail, ...shown } = fields ?? {};
+    const time = new Date().toISOString();
+    if (format === "text") {
+      sink(formatText({ time, level: at, msg, ...bound, ...shown }));
+      return;
+    }
+    const extra = detail !== null && typeof detail === "object" ? detail : detail === undefined ? {} : { detail };
+    sink(JSON.stringify({ time, level: at, msg, ...bound, ...shown, ...extra }, jsonSafe));
   };
   return {
     level,

@@ -31,6 +31,20 @@ describe("log format", () => {
     expect(slow).toMatch(/ WARN {2}slow component=worker why="two words"$/);
   });
 
+  test("detail: beside the other fields in JSON, left out of the human line", () => {
+    const out: string[] = [];
+    for (const tty of [true, false]) {
+      createLogger({ tty, sink: (l) => out.push(l) }).info("model loaded", {
+        model: "mlp",
+        detail: { programs: [{ file: "model.b1.mlir" }], weightBytes: 340008 },
+      });
+    }
+    expect(out[0]).toMatch(/ INFO {2}model loaded model=mlp$/);
+    const record = JSON.parse(out[1] as string);
+    expect(record).toMatchObject({ model: "mlp", programs: [{ file: "model.b1.mlir" }], weightBytes: 340008 });
+    expect(record.detail).toBeUndefined();
+  });
+
   test("auto elsewhere, and json: one JSON object per line", () => {
     for (const out of [lines(false), lines(true, "json")]) {
       const record = JSON.parse(out[0] as string);

@@ -24,28 +24,33 @@ export class LoadPhases {
   }
 }
 
-/** The "model loaded" / "model reloaded" line's fields. */
+/**
+ * The "model loaded" / "model reloaded" line's fields: on a terminal what a person reads (time,
+ * cache outcome, memory, residency); each program and phase, and the raw figures, in `detail`.
+ */
 export function loadedLogFields(model: RuntimeModel, loadMs: number, phases: LoadPhases) {
   const records = model.programRecords();
   const hits = records.filter((r) => r.outcome === "hit").length;
   const probe = model.probe;
   return {
     model: model.name,
-    generation: model.generation,
     ms: round1(loadMs),
     cache: `${hits}/${records.length} hit`,
-    programs: records.map((r) => ({
-      file: r.file,
-      cache: r.outcome,
-      ms: round1(r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs),
-    })),
-    phases: phases.rounded(),
-    residency: model.residency,
-    weightBytes: model.weightBytes,
-    scratchBytes: model.scratchBytes,
-    figures: probe?.source ?? "none",
-    warm: model.isWarm(),
     memory: `weights ${formatBytes(model.weightBytes)}, scratch ${formatBytes(model.scratchBytes)} (${probe?.source ?? "none"})`,
+    residency: model.residency,
+    detail: {
+      generation: model.generation,
+      programs: records.map((r) => ({
+        file: r.file,
+        cache: r.outcome,
+        ms: round1(r.outcome === "hit" ? r.loadMs : r.compileMs + r.loadMs),
+      })),
+      phases: phases.rounded(),
+      weightBytes: model.weightBytes,
+      scratchBytes: model.scratchBytes,
+      figures: probe?.source ?? "none",
+      warm: model.isWarm(),
+    },
   };
 }
 

@@ -603,10 +603,10 @@ export class ModelRegistry implements ModelRegistryView {
         this.log.info("batch invariance", {
           model: model.name,
           invariant: report.invariant,
-          rows: report.rows,
-          checks: report.checks,
-          ms: report.ms,
+          // The largest difference is what a person weighs coalescing by; each check in detail.
+          maxAbsDiff: Math.max(0, ...report.checks.map((c) => c.maxAbsDiff)),
           coalescing: this.options.concurrency.dynamicBatching ?? false,
+          detail: { rows: report.rows, checks: report.checks, ms: report.ms },
         });
       })
       .catch((err) => {

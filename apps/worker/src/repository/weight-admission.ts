@@ -64,27 +64,34 @@ export class WeightAdmission {
   }
 }
 
-/** The "weight budget resolved" line: every figure, each model's part and the formula. */
+/**
+ * The "weight budget resolved" line: on a terminal the cause, the formula with its figures and
+ * the over-commit flag; every raw figure and each model's part in `detail`.
+ */
 export function budgetLogFields(cause: string, budget: WeightBudget, models: readonly RuntimeModel[]) {
   return {
     cause,
-    limitBytes: budget.limitBytes,
-    fraction: budget.fraction,
-    wiggle: budget.wiggle,
-    maxScratchBytes: budget.maxScratchBytes,
-    poolBytes: budget.poolBytes,
-    pinnedBytes: budget.pinnedBytes,
-    onDemandBytes: budget.onDemandBytes,
-    pinnedOverCommit: budget.pinnedOverCommit,
+    summary: `pool ${formatBytes(budget.poolBytes)} = min(${budget.fraction} x ${formatBytes(budget.limitBytes)}, (1 - ${budget.wiggle}) x ${formatBytes(budget.limitBytes)} - ${formatBytes(budget.maxScratchBytes)} scratch); on-demand ${formatBytes(budget.onDemandBytes)} after ${formatBytes(budget.pinnedBytes)} pinned`,
     // Scratch figures: measured by a probe now, or stored by an earlier probe of the same programs.
     figures: `${models.filter((x) => x.probe?.source === "measured").length} measured, ${models.filter((x) => x.probe?.source === "stored").length} stored`,
-    models: models.map((x) => ({
-      name: x.name,
-      residency: x.residency,
-      weightBytes: x.weightBytes,
-      scratchBytes: x.scratchBytes,
-      figures: x.probe?.source ?? "none",
-    })),
-    summary: `pool ${formatBytes(budget.poolBytes)} = min(${budget.fraction} x ${formatBytes(budget.limitBytes)}, (1 - ${budget.wiggle}) x ${formatBytes(budget.limitBytes)} - ${formatBytes(budget.maxScratchBytes)} scratch); on-demand ${formatBytes(budget.onDemandBytes)} after ${formatBytes(budget.pinnedBytes)} pinned`,
+    // Said on the line when it happens; always in the JSON.
+    ...(budget.pinnedOverCommit ? { pinnedOverCommit: true } : {}),
+    detail: {
+      pinnedOverCommit: budget.pinnedOverCommit,
+      limitBytes: budget.limitBytes,
+      fraction: budget.fraction,
+      wiggle: budget.wiggle,
+      maxScratchBytes: budget.maxScratchBytes,
+      poolBytes: budget.poolBytes,
+      pinnedBytes: budget.pinnedBytes,
+      onDemandBytes: budget.onDemandBytes,
+      models: models.map((x) => ({
+        name: x.name,
+        residency: x.residency,
+        weightBytes: x.weightBytes,
+        scratchBytes: x.scratchBytes,
+        figures: x.probe?.source ?? "none",
+      })),
+    },
   };
 }
