@@ -5,6 +5,7 @@
  * with its load error, not 404. gRPC's ServerReady gives the same answer as REST in every case.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { type ServiceError, status } from "@grpc/grpc-js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StartedWorker } from "../../apps/worker/src/index.ts";
@@ -84,6 +85,17 @@ describe("readiness", () => {
     expect(String(meta.body.error)).toContain("executable_inputs");
     // A name the repository does not hold stays 404.
     expect((await fetch(`${worker.url}/v2/models/nothing-here`)).status).toBe(404);
+    // gRPC says the same: UNAVAILABLE with the load error, NOT_FOUND for an unknown name.
+    const client = new InferenceClient(worker.grpcAddress as string);
+    try {
+      const failed = await client.call("modelMetadata", { name: "broken" }).catch((e: ServiceError) => e);
+      expect((failed as ServiceError).code).toBe(status.UNAVAILABLE);
+      expect((failed as ServiceError).details).toContain("executable_inputs");
+      const unknown = await client.call("modelMetadata", { name: "nothing-here" }).catch((e: ServiceError) => e);
+      expect((unknown as ServiceError).code).toBe(status.NOT_FOUND);
+    } finally {
+      client.close();
+    }
   });
 
   test("lenient: ready while at least one model serves", async () => {
