@@ -3,7 +3,6 @@
  * example models' inputs, and REST's binary answer for the same inputs to compare against.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { ServiceError } from "@grpc/grpc-js";
 import { type HostTensor, kserveName } from "@xlaserve/core";
 import type { ModelInferRequestSchema } from "../../packages/server/src/grpc/gen/grpc_service_pb.ts";
 import { inferBinary } from "./helpers.ts";
@@ -65,11 +64,5 @@ export async function restBytes(
   return out;
 }
 
-export async function refused(promise: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as ServiceError;
-  }
-  throw new Error("the call succeeded");
-}
+/** The error a call ended with (it must fail). */
+export { refused } from "../../packages/server/test/support/grpc-harness.ts";

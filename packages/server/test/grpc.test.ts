@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { type ServiceError, status } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import { ModelInferRequestSchema } from "../src/grpc/gen/grpc_service_pb.ts";
 import { rawInferClient } from "../src/grpc/raw-client.ts";
 import { DataType } from "../src/grpc/gen/model_config_pb.ts";
-import { type GrpcHarness, startGrpcHarness } from "./support/grpc-harness.ts";
+import { type GrpcHarness, refused, startGrpcHarness } from "./support/grpc-harness.ts";
 import { type Json, postJson } from "./support/harness.ts";
 import { FAULT_CODES } from "./support/test-models.ts";
 
@@ -13,15 +13,6 @@ beforeAll(async () => {
   h = await startGrpcHarness({ authToken: "s3cret" });
 });
 afterAll(() => h.stop());
-
-async function refused(promise: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as ServiceError;
-  }
-  throw new Error("the call succeeded");
-}
 
 function f32(values: number[]): Uint8Array {
   return new Uint8Array(new Float32Array(values).buffer);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { truncateSync } from "node:fs";
-import { type ServiceError, status } from "@grpc/grpc-js";
-import { type GrpcHarness, startGrpcHarness } from "./support/grpc-harness.ts";
+import { status } from "@grpc/grpc-js";
+import { type GrpcHarness, refused, startGrpcHarness } from "./support/grpc-harness.ts";
 import { type Json, postJson } from "./support/harness.ts";
 import { SHM_AVAILABLE, ShmObject } from "./support/shm-object.ts";
 
@@ -19,15 +19,6 @@ function shm(bytes: number | Uint8Array): ShmObject {
   const o = new ShmObject(bytes);
   objects.push(o);
   return o;
-}
-
-async function refused(promise: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as ServiceError;
-  }
-  throw new Error("the call succeeded");
 }
 
 const register = (name: string, body: unknown) =>

@@ -1,12 +1,11 @@
-import { createLogger } from "@xlaserve/core";
-import { createServerApp } from "../../src/app.ts";
+import type { ServiceError } from "@grpc/grpc-js";
 import type { ReadinessMode } from "../../src/health/readiness.ts";
 import { InferenceClient } from "../../src/grpc/client.ts";
 import { type GrpcTls, startGrpcServer } from "../../src/grpc/server.ts";
-import { Metrics } from "../../src/metrics/metrics.ts";
+import type { Metrics } from "../../src/metrics/metrics.ts";
 import { SharedMemoryRegistry } from "../../src/shared-memory/registry.ts";
-import { startServer } from "../../src/start.ts";
-import { TestRegistry } from "./test-registry.ts";
+import { startHarness } from "./harness.ts";
+import type { TestRegistry } from "./test-registry.ts";
 
 export interface GrpcHarness {
   readonly url: string;
@@ -30,19 +29,9 @@ export async function startGrpcHarness(
     registry?: TestRegistry;
   } = {},
 ): Promise<GrpcHarness> {
-  const registry = options.registry ?? new TestRegistry();
-  const metrics = new Metrics();
   const sharedMemory = new SharedMemoryRegistry();
-  const logs: Record<string, unknown>[] = [];
-  const logger = createLogger({ level: "debug", sink: (line) => logs.push(JSON.parse(line)) });
-  const app = createServerApp({
-    registry,
-    logger,
-    metrics,
-    sharedMemory,
-    config: { maxBodyBytes: 1024 * 1024, authToken: options.authToken, readiness: options.readiness },
-  });
-  const http = startServer(app, { host: "127.0.0.1", port: 0 });
+  const http = startHarness({ ...options, maxBodyBytes: 1024 * 1024, sharedMemory });
+  const { registry, metrics, logs, logger } = http;
   const grpc = await startGrpcServer({
     registry,
     logger,
@@ -67,8 +56,18 @@ export async function startGrpcHarness(
     stop: async () => {
       client.close();
       await grpc.stop(true);
-      await http.stop(true);
+      await http.stop();
       sharedMemory.close();
     },
   };
+}
+
+/** The error a call ended with (it must fail). */
+export async function refused(promise: Promise<unknown>): Promise<ServiceError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as ServiceError;
+  }
+  throw new Error("the call succeeded");
 }

@@ -1,6 +1,7 @@
-import { createLogger } from "@xlaserve/core";
+import { type Logger, createLogger } from "@xlaserve/core";
 import { createServerApp } from "../../src/app.ts";
 import { Metrics } from "../../src/metrics/metrics.ts";
+import type { SharedMemoryRegistry } from "../../src/shared-memory/registry.ts";
 import { startServer } from "../../src/start.ts";
 import { TestRegistry } from "./test-registry.ts";
 
@@ -13,14 +14,23 @@ export interface Harness {
   readonly registry: TestRegistry;
   readonly metrics: Metrics;
   readonly logs: Record<string, unknown>[];
+  /** The logger whose lines land in `logs` (for a service started beside the app). */
+  readonly logger: Logger;
   stop(): Promise<void>;
 }
 
 /** The real app on a real socket (127.0.0.1, port 0) over the test registry. */
 export function startHarness(
-  config: { maxBodyBytes?: number; authToken?: string; readiness?: "strict" | "lenient" } = {},
+  config: {
+    maxBodyBytes?: number;
+    authToken?: string;
+    readiness?: "strict" | "lenient";
+    /** The registry to serve (default: a new TestRegistry). */
+    registry?: TestRegistry;
+    sharedMemory?: SharedMemoryRegistry;
+  } = {},
 ): Harness {
-  const registry = new TestRegistry();
+  const registry = config.registry ?? new TestRegistry();
   const metrics = new Metrics();
   const logs: Record<string, unknown>[] = [];
   const logger = createLogger({ level: "debug", sink: (line) => logs.push(JSON.parse(line)) });
@@ -28,6 +38,7 @@ export function startHarness(
     registry,
     logger,
     metrics,
+    sharedMemory: config.sharedMemory,
     config: {
       maxBodyBytes: config.maxBodyBytes ?? 1024 * 1024,
       authToken: config.authToken,
@@ -35,7 +46,7 @@ export function startHarness(
     },
   });
   const server = startServer(app, { host: "127.0.0.1", port: 0 });
-  return { url: server.url, registry, metrics, logs, stop: () => server.stop(true) };
+  return { url: server.url, registry, metrics, logs, logger, stop: () => server.stop(true) };
 }
 
 /** POSTs a JSON value (or raw text) and returns status, headers and the parsed body. */
