@@ -1,6 +1,10 @@
 import { describe, expect, test } from "bun:test";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "@xlaserve/core";
 import { deviceMemoryFigures } from "../src/memory/device-memory-figures.ts";
-import { processBytesFromComputeApps } from "../src/memory/process-device-memory.ts";
+import { NvidiaSmiMemory, processBytesFromComputeApps } from "../src/memory/process-device-memory.ts";
 
 const MiB = 1024 * 1024;
 
@@ -79,5 +83,43 @@ describe("nvidia-smi's compute apps", () => {
     expect(processBytesFromComputeApps(out, 5)).toBeNull();
     expect(processBytesFromComputeApps("4711, [N/A]\n", 4711)).toBeNull();
     expect(processBytesFromComputeApps("", 4711)).toBeNull();
+  });
+});
+
+describe("the driver's figure through nvidia-smi", () => {
+  const logger = () => {
+    const lines: string[] = [];
+    return { lines, log: createLogger({ level: "warn", sink: (l) => lines.push(l) }) };
+  };
+
+  test("without nvidia-smi: no figure, said once", async () => {
+    const { lines, log } = logger();
+    const smi = new NvidiaSmiMemory(log, null);
+    expect(await smi.sample()).toBeNull();
+    expect(await smi.sample()).toBeNull();
+    expect(lines.length).toBe(1);
+    expect(lines[0]).toContain("nvidia-smi not found");
+  });
+
+  test("nvidia-smi failing: no figure, said once", async () => {
+    const { lines, log } = logger();
+    expect(await new NvidiaSmiMemory(log, "/bin/false").sample()).toBeNull();
+    expect(lines[0]).toContain("nvidia-smi exited with 1");
+  });
+
+  test("this process's line of the query, in bytes, reused within the refresh interval", async () => {
+    // A stand-in printing what nvidia-smi prints for the query (nvidia-smi cannot run here).
+    const dir = mkdtempSync(join(tmpdir(), "xlaserve-smi-"));
+    const tool = join(dir, "nvidia-smi");
+    writeFileSync(tool, `#!/bin/sh\necho "1, 5"\necho "${process.pid}, 812"\ndate +%N >> ${dir}/calls\n`);
+    chmodSync(tool, 0o755);
+    try {
+      const smi = new NvidiaSmiMemory(logger().log, tool);
+      expect(await smi.sample()).toBe(812 * MiB);
+      expect(await smi.sample()).toBe(812 * MiB);
+      expect(readFileSync(join(dir, "calls"), "utf8").trim().split("\n").length).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
