@@ -238,7 +238,11 @@ const FLOAT_UNARY: Record<string, (a: string) => string> = {
   floor: (a) => `Math.floor(${a})`,
   ceil: (a) => `Math.ceil(${a})`,
   round_nearest_afz: (a) => `H.roundAfz(${a})`,
-  round_nearest_even: (a) => `H.roundEven(${a})`,
+  // Adding and subtracting 1.5 * 2^52 rounds to an integer, ties to even, for |a| < 2^51 (a zero
+  // result takes a's sign); larger magnitudes, infinities and NaN take H.roundEven. Inline: a
+  // quantizing layer rounds every activation.
+  round_nearest_even: (a) =>
+    `(Math.abs(${a}) < 2251799813685248 ? ${a} + 6755399441055744 - 6755399441055744 || ${a} * 0 : H.roundEven(${a}))`,
   sign: (a) => `H.signFloat(${a})`,
   is_finite: (a) => `Number.isFinite(${a})`,
   // chlo ops with a direct Math equivalent (the rest live in kernels/special.ts)
@@ -278,7 +282,9 @@ export function convertExpr(from: ElemType, to: ElemType, a: string): string {
   if (df === "float") {
     const w = bitWidth(to);
     const [min, max] = isUnsignedIntType(to) ? [0, 2 ** w - 1] : [-(2 ** (w - 1)), 2 ** (w - 1) - 1];
-    return `H.floatToInt(${a}, ${min}, ${max})`;
+    // H.floatToInt inline (truncate, saturate, NaN -> 0): values inside the range take two
+    // well-predicted compares.
+    return `(${a} >= ${min} ? (${a} <= ${max} ? Math.trunc(${a}) : ${max}) : ${a} === ${a} ? ${min} : 0)`;
   }
   if (df === "big") return `Number(BigInt.asIntN(32, ${a}))`;
   return a;

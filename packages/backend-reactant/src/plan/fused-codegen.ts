@@ -265,6 +265,20 @@ function reluExpr(x: string, t: ElemType): string {
   return `(${x} - ${x} === 0 ? (${x} + Math.abs(${x})) * 0.5 : ${x} > 0 ? ${x} : ${x} === ${x} ? 0 : NaN)`;
 }
 
+/**
+ * max / min against a literal other than zero and NaN (a clip's bounds): Math.max's result with
+ * compares that data inside the bounds always answers the same way, where H.maxFloat's
+ * branch-free form pays its memory traffic on every element. With no zero bound there is no
+ * signed-zero case; NaN operands give NaN.
+ */
+function clampBound(n: string, a: Value, b: Value): string | null {
+  const literal = (v: Value) => /^\(?-?(\d|Infinity)/.test(v.code) && Number(v.code.replace(/[()]/g, "")) !== 0;
+  if (literal(a) === literal(b)) return null;
+  const [x, c] = literal(b) ? [a.code, b.code] : [b.code, a.code];
+  const op = n === "maximum" ? ">" : "<";
+  return `(${x} ${op} ${c} ? ${x} : ${x} === ${x} ? ${c} : ${x})`;
+}
+
 function numberLiteral(x: number): string {
   if (Object.is(x, -0)) return "(-0)";
   if (Number.isNaN(x)) return "NaN";
@@ -280,6 +294,10 @@ function opExpr(op: Op, kids: Value[]): { code: string; type: ElemType } | null 
     // The literal "0" is exactly +0 (numberLiteral writes -0 as "(-0)").
     if (b.code === "0") return { code: reluExpr(a.code, t), type: t };
     if (a.code === "0") return { code: reluExpr(b.code, t), type: t };
+  }
+  if ((n === "maximum" || n === "minimum") && b && isFloatType(t)) {
+    const bound = clampBound(n, a, b);
+    if (bound) return { code: bound, type: t };
   }
   if (BINARY_OPS.has(n) && b) return { code: binaryExpr(n, t, a.code, b.code), type: t };
   if (UNARY_OPS.has(n)) {
