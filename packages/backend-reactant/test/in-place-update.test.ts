@@ -123,7 +123,55 @@ describe("dynamic_update_slice in place", () => {
     const [loop] = program.func("main").invoke([arg], { arena, failures: [] }) as NDArray[];
     const data = loop?.data as Float32Array;
     for (let r = 0; r < 64; r++) expect(data[r * 128 + 127]).toBe(r < 10 ? r + 1 : 5);
-    // The first iteration copies: the caller's slot still holds the initial buffer.
+    // The first iteration copies: the caller's slot still holds the initial buffer (returned too).
     expect(inPlace).toBe(9);
+  });
+
+  const countInPlace = (text: string, arg: NDArray): { out: NDArray[]; inPlace: number } => {
+    const program = new Program(parseModule(text, "t.mlir"));
+    const arena = new Arena({ pool: true });
+    let inPlace = 0;
+    const sole = arena.soleOwner.bind(arena);
+    arena.soleOwner = (data) => {
+      const yes = sole(data);
+      if (yes) inPlace++;
+      return yes;
+    };
+    return { out: program.func("main").invoke([arg], { arena, failures: [] }) as NDArray[], inPlace };
+  };
+  const wide = (text: string) =>
+    text
+      .replaceAll("tensor<64x4xf32>", "tensor<64x128xf32>")
+      .replaceAll("tensor<1x4xf32>", "tensor<1x128xf32>")
+      .replace("tensor<8x4xf32>", "tensor<64x128xf32>");
+
+  test("a carried buffer that dies at the loop is updated in place from the first iteration", () => {
+    const text = wide(
+      rowLoop(64, 10, "stablehlo.broadcast_in_dim %fill, dims = [] : (tensor<f32>) -> tensor<64x4xf32>"),
+    ).replace("return %r#1, %init", "return %r#1, %arg0");
+    const arg: NDArray = { type: "f32", shape: [64, 128], data: new Float32Array(64 * 128).fill(3) };
+    const { out, inPlace } = countInPlace(text, arg);
+    const data = out[0]?.data as Float32Array;
+    for (let r = 0; r < 64; r++) expect(data[r * 128 + 127]).toBe(r < 10 ? r + 1 : 5);
+    expect(inPlace).toBe(10);
+    expect(Array.from(out[1]?.data as Float32Array).every((v) => v === 3)).toBe(true);
+  });
+
+  test("an operand the body also reads directly keeps its slot and its value", () => {
+    // %init goes in as %buf and is read again inside the body: the update must not touch it.
+    const text = wide(
+      rowLoop(64, 10, "stablehlo.broadcast_in_dim %fill, dims = [] : (tensor<f32>) -> tensor<64x4xf32>"),
+    )
+      .replace("return %r#1, %init", "return %r#1, %r#1")
+      .replace(
+        "%upd = stablehlo.dynamic_update_slice %buf,",
+        "%keep = stablehlo.add %init, %buf : tensor<64x128xf32>\n    %upd = stablehlo.dynamic_update_slice %keep,",
+      );
+    const arg: NDArray = { type: "f32", shape: [64, 128], data: new Float32Array(64 * 128) };
+    const { out } = countInPlace(text, arg);
+    const data = out[0]?.data as Float32Array;
+    // Every iteration adds %init (5) to the whole buffer, then writes row i as i + 1: row r < 10
+    // ends as r + 1 plus 5 for each later iteration, rows from 10 on as 5 plus 5 per iteration.
+    for (let r = 0; r < 64; r++) expect(data[r * 128 + 3]).toBe(r < 10 ? r + 1 + 5 * (9 - r) : 5 + 5 * 10);
   });
 });

@@ -6,7 +6,7 @@ import { CompiledFunction } from "./compiled-function.ts";
 import { ConstantFolder, isEffectful } from "./constant-folding.ts";
 import { fuseSteps } from "./fusion.ts";
 import { SlotNumbers, assignFrees, countUses } from "./liveness.ts";
-import { handOverSlots, markDyingOperands, usedArguments } from "./ownership.ts";
+import { handOverSlots, markDyingOperands, markMovedOperands, movableInputs, usedArguments } from "./ownership.ts";
 import type { Program } from "./program.ts";
 import { Scope } from "./scope.ts";
 import { extraRegions, markSortedPrefixes } from "./sort-plans.ts";
@@ -61,6 +61,7 @@ export class FunctionCompiler {
     const { constants } = this.folder;
     assignFrees(this.lastUse, fused.steps, fused.uses, resultSlots, scope.locals, constants);
     markDyingOperands(fused.steps);
+    markMovedOperands(fused.steps);
     return {
       argSlots,
       steps: fused.steps,
@@ -107,7 +108,9 @@ export class FunctionCompiler {
       const outputs = new Array<number>(op.results.length);
       for (let i = 0; i < outputs.length; i++) outputs[i] = scope.define(op.results[i] as string, this.slots++);
       if (this.folder.tryFold(op, kernel, inputs, regions, outputs)) continue;
-      steps.push({ op, inputs, outputs, kernel, frees: [] });
+      const step: Step = { op, inputs, outputs, kernel, frees: [] };
+      if (name === "stablehlo.while") step.movable = movableInputs(inputs, regions);
+      steps.push(step);
       stepUses.push(uses);
     }
     return null;

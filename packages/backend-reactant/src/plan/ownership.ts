@@ -1,4 +1,4 @@
-import type { Kernel, Step } from "./program.ts";
+import type { Block, Kernel, Step } from "./program.ts";
 
 /**
  * Which updates may write into their operand's storage, decided from the plan's liveness: an
@@ -24,6 +24,28 @@ export function markDyingOperands(steps: Step[]): void {
     if (operand === undefined || !step.frees.includes(operand)) continue;
     if (step.inputs.indexOf(operand, 1) >= 0) continue;
     (step.kernel as InPlaceKernel).operandDies = true;
+  }
+}
+
+/**
+ * A while loop's operands go to its body as the first iteration's arguments. Where an operand's
+ * slot dies at the loop, the slot lets go of it before the loop runs (Step.moves), so the body's
+ * argument is the value's only holder and an update of a carried buffer is in place from the
+ * first iteration on, not after a first copy. Operands a region also reads directly from the
+ * enclosing block (a capture) keep their slot.
+ */
+export function movableInputs(inputs: number[], regions: Block[]): number[] {
+  const captured = new Set<number>();
+  for (const r of regions) for (const c of r.captures) captured.add(c);
+  return [...new Set(inputs)].filter((s) => !captured.has(s));
+}
+
+/** Sets Step.moves: the movable inputs whose slots the step frees. */
+export function markMovedOperands(steps: Step[]): void {
+  for (const step of steps) {
+    if (!step.movable) continue;
+    const moves = step.movable.filter((s) => step.frees.includes(s));
+    if (moves.length > 0) step.moves = moves;
   }
 }
 

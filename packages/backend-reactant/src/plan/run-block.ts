@@ -48,6 +48,10 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
     for (const step of block.steps) {
       const ins = new Array<RtValue>(step.inputs.length);
       for (let i = 0; i < ins.length; i++) ins[i] = env[step.inputs[i] as number] as RtValue;
+      const moves = step.moves;
+      if (moves !== undefined)
+        for (let i = 0; i < moves.length; i++)
+          if (!frame.constant[moves[i] as number]) clearSlot(frame, moves[i] as number);
       let outs: RtValue[];
       stepTimes?.begin();
       const start = timed ? performance.now() : 0;

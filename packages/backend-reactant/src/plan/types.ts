@@ -41,6 +41,13 @@ export interface Step {
   readonly outputs: number[];
   readonly kernel: Kernel;
   readonly frees: number[];
+  /**
+   * Inputs whose slots this step clears before its kernel runs (plan/ownership.ts): a while
+   * loop's operands that die here, so its body holds the only count on them.
+   */
+  moves?: number[];
+  /** Inputs the step's regions do not read from outside (capture): candidates for `moves`. */
+  movable?: number[];
 }
 
 export interface Block {
