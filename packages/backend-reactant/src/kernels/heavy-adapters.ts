@@ -56,7 +56,8 @@ export function dotGeneralKernel(op: Op): Kernel {
   const dot = dotGeneralFor(dims);
   return ([lhs, rhs], frame) => {
     const l = lhs as NDArray;
-    return [dot(l, rhs as NDArray, resultType ?? l.type, floatOutputs(frame.ctx.arena))];
+    const arena = frame.ctx.arena;
+    return [dot(l, rhs as NDArray, resultType ?? l.type, floatOutputs(arena), (data) => arena.version(data))];
   };
 }
 

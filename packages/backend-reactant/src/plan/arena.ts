@@ -65,7 +65,23 @@ export class Arena {
    */
   soleOwner(data: TypedArray): boolean {
     const s = this.storage.get(data);
-    return s !== undefined && s.refs === 1 && s.array !== null && !s.free;
+    const sole = s !== undefined && s.refs === 1 && s.array !== null && !s.free;
+    // The caller writes into it now: what was derived from its old contents is stale.
+    if (sole) (s as Storage).version++;
+    return sole;
+  }
+
+  /**
+   * A number that changes whenever this storage's contents may have: when the pool hands it out
+   * again and when a step writes into it in place (soleOwner). Storage the arena did not make
+   * (weights uploaded whole, plan constants, arrays kernels made for themselves) never changes:
+   * 0. Kernels may keep what they derive from an array (a quantized layer's weights as floats)
+   * while the array and its version are the same.
+   */
+  version(data: TypedArray): number {
+    // A view not counted yet (a region's row of a pooled array) is known by its buffer.
+    const s = this.storage.get(data) ?? this.storage.get(data.buffer);
+    return s === undefined || s.array === null ? 0 : s.version;
   }
 
   /** The first sight of an array object: joins the entry of its buffer, or starts one. */
@@ -73,7 +89,7 @@ export class Arena {
     const buffer = data.buffer;
     let s = this.storage.get(buffer);
     if (s === undefined) {
-      s = { refs: 0, bytes: buffer.byteLength, array: null, key: 0, free: false };
+      s = { refs: 0, bytes: buffer.byteLength, array: null, key: 0, free: false, version: 0 };
       this.storage.set(buffer, s);
     }
     this.storage.set(data, s);
@@ -90,12 +106,13 @@ export class Arena {
     const recycled = this.free.get(key)?.pop();
     if (recycled) {
       recycled.free = false;
+      recycled.version++;
       this.freeBytes -= recycled.bytes;
       return recycled.array as TypedArray;
     }
     const array = new kind.ctor(length);
     const buffer = array.buffer;
-    const s: Storage = { refs: 0, bytes: buffer.byteLength, array, key, free: false };
+    const s: Storage = { refs: 0, bytes: buffer.byteLength, array, key, free: false, version: 1 };
     this.storage.set(buffer, s);
     this.storage.set(array, s);
     return array;
@@ -163,6 +180,8 @@ interface Storage {
   readonly key: number;
   /** In a free list now. */
   free: boolean;
+  /** Bumped when the contents may change (see Arena.version); 0 for storage the arena did not make. */
+  version: number;
 }
 
 /** A typed-array class as the pool sees it. */

@@ -92,6 +92,12 @@ interface DotLayout {
   /** The per-batch GEMM in f32 and f64, planned on first use. */
   gemmF32: GemmRunner | null;
   gemmF64: GemmRunner | null;
+  /**
+   * The last integer operand of each side converted to floats and oriented, with its storage and
+   * the version it had: one per side, so an activation that changes every call keeps no more
+   * than the one conversion a call makes anyway.
+   */
+  converted: [Converted | null, Converted | null];
 }
 
 function layoutFor(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotLayout {
@@ -104,7 +110,44 @@ function layoutFor(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotLa
     rhs: orientation(dims.rhsBatch, dims.rhsContracting, plan.rhsFree),
     gemmF32: null,
     gemmF64: null,
+    converted: [null, null],
   };
+}
+
+interface Converted {
+  readonly data: NDArray["data"];
+  readonly version: number;
+  readonly f32: boolean;
+  readonly oriented: Oriented;
+}
+
+/**
+ * The version of an operand's storage (plan/arena.ts Arena.version): the same number means the
+ * same contents; null when unknown (nothing is kept then).
+ */
+export type VersionOf = (data: NDArray["data"]) => number;
+
+/**
+ * An integer operand as floats, oriented for GEMM, kept while its storage keeps its version: a
+ * quantized layer's weights are widened once, not on every call (at batch 1 that widening was
+ * most of the layer's time).
+ */
+function floatOperand(
+  layout: DotLayout,
+  a: NDArray,
+  isLhs: boolean,
+  f32: boolean,
+  orient: OrientFn,
+  versionOf: VersionOf | undefined,
+): Oriented {
+  const side = isLhs ? 0 : 1;
+  const version = versionOf?.(a.data);
+  const hit = layout.converted[side];
+  if (version !== undefined && hit && hit.data === a.data && hit.version === version && hit.f32 === f32)
+    return hit.oriented;
+  const oriented = orient(a, f32 ? toFloat32(a, OP) : toFloat64(a, OP), 1, isLhs);
+  layout.converted[side] = version === undefined ? null : { data: a.data, version, f32, oriented };
+  return oriented;
 }
 
 function gemmOf(layout: DotLayout, f32: boolean): GemmRunner {
@@ -147,19 +190,26 @@ export function dotGeneral(
  */
 export function dotGeneralFor(
   dims: DotDimensionNumbers,
-): (lhs: NDArray, rhs: NDArray, resultType: ElemType, alloc: GemmOutputAlloc) => NDArray {
+): (lhs: NDArray, rhs: NDArray, resultType: ElemType, alloc: GemmOutputAlloc, versionOf?: VersionOf) => NDArray {
   let last: DotLayout | null = null;
-  return (lhs, rhs, resultType, alloc) => {
+  return (lhs, rhs, resultType, alloc, versionOf) => {
     let layout = last;
     if (layout === null || !sameShape(layout.lhsShape, lhs.shape) || !sameShape(layout.rhsShape, rhs.shape)) {
       layout = layoutFor(lhs, rhs, dims);
       last = layout;
     }
-    return runDot(lhs, rhs, layout, resultType, alloc);
+    return runDot(lhs, rhs, layout, resultType, alloc, versionOf);
   };
 }
 
-function runDot(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemType, alloc: GemmOutputAlloc): NDArray {
+function runDot(
+  lhs: NDArray,
+  rhs: NDArray,
+  layout: DotLayout,
+  resultType: ElemType,
+  alloc: GemmOutputAlloc,
+  versionOf?: VersionOf,
+): NDArray {
   const plan = layout.plan;
   if (usedAsStored(lhs, rhs, layout, resultType)) {
     // The common case, tested first: the general path below would convert nothing and permute
@@ -198,8 +248,8 @@ function runDot(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemT
       // Narrow integers through the float GEMM: every product and partial sum is an integer the
       // float type holds exactly, in any summation order, so the result equals the integer loop.
       const f32 = exact === "f32";
-      const a = orient(lhs, f32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), 1, true);
-      const b = orient(rhs, f32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), 1, false);
+      const a = floatOperand(layout, lhs, true, f32, orient, versionOf);
+      const b = floatOperand(layout, rhs, false, f32, orient, versionOf);
       const c = floatGemm(
         a.data as Float32Array | Float64Array,
         b.data as Float32Array | Float64Array,
