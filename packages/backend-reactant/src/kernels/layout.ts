@@ -83,6 +83,23 @@ export function broadcastSteps(x: NDArray, dims: number[], outShape: number[]): 
   return step;
 }
 
+/**
+ * Whether broadcast_in_dim only adds axes of size 1: the operand's axes keep their order and
+ * sizes, so the result is the operand's elements in the same order.
+ */
+export function insertsUnitAxes(
+  inShape: readonly number[],
+  dims: readonly number[],
+  outShape: readonly number[],
+): boolean {
+  for (let i = 0; i < dims.length; i++) {
+    if (i > 0 && (dims[i] as number) <= (dims[i - 1] as number)) return false;
+    if (outShape[dims[i] as number] !== inShape[i]) return false;
+  }
+  for (let d = 0; d < outShape.length; d++) if (!dims.includes(d) && outShape[d] !== 1) return false;
+  return true;
+}
+
 export function sameDims(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false;
   for (let d = 0; d < a.length; d++) if (a[d] !== b[d]) return false;

@@ -140,12 +140,17 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       // The source steps depend only on the operand's shape, the same on every run.
       let seen: number[] | null = null;
       let step: number[] = [];
+      let onlyUnitAxes = false;
       return (args, frame) => {
         const x = args[0] as NDArray;
         if (seen === null || !layout.sameDims(seen, x.shape)) {
           step = layout.broadcastSteps(x, dims, shape);
           seen = [...x.shape];
+          onlyUnitAxes = layout.insertsUnitAxes(x.shape, dims, shape);
         }
+        // Only size-1 axes added (JAX's [B, C] -> [B, 1, C] before an update): a reshape, which
+        // shares the storage.
+        if (onlyUnitAxes) return [{ type: x.type, shape: [...shape], data: x.data }];
         return [layout.stridedCopy(x, 0, step, shape, alloc(frame))];
       };
     }
