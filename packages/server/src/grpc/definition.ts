@@ -5,8 +5,10 @@ import { badRequest } from "../http-error.ts";
 /**
  * The grpc-js service definition of a protobuf-es service. Requests are handed to the handlers
  * undecoded (the raw Buffer): decoding there lets a malformed message be INVALID_ARGUMENT with
- * a message naming the problem, where grpc-js would answer INTERNAL. Responses are encoded by
- * protobuf-es once; the Buffer wraps those bytes without copying them.
+ * a message naming the problem, where grpc-js would answer INTERNAL. A handler answers with a
+ * message, which protobuf-es encodes, or with the message's bytes already encoded (ModelInfer's
+ * wire encoder), handed on as they are. grpc-js then copies them once more, into the frame
+ * (5-byte header and message in one Buffer it allocates).
  */
 export function serviceDefinition(service: DescService): ServiceDefinition {
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
@@ -18,7 +20,10 @@ export function serviceDefinition(service: DescService): ServiceDefinition {
       responseStream: streams || method.methodKind === "server_streaming",
       requestSerialize: (value) => asBuffer(toBinary(method.input, value as MessageShape<DescMessage>)),
       requestDeserialize: (bytes: Buffer) => bytes,
-      responseSerialize: (value) => asBuffer(toBinary(method.output, value as MessageShape<DescMessage>)),
+      responseSerialize: (value) =>
+        value instanceof Uint8Array
+          ? asBuffer(value)
+          : asBuffer(toBinary(method.output, value as MessageShape<DescMessage>)),
       responseDeserialize: (bytes: Buffer) => fromBinary(method.output, bytes),
       originalName: method.localName,
     };

@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import type { ServerDuplexStream, ServerUnaryCall, ServiceError, sendUnaryData } from "@grpc/grpc-js";
 import type { InferCall, InferService } from "../../infer/service.ts";
 import { decodeGrpcInfer } from "../decode-infer.ts";
@@ -7,13 +7,16 @@ import { encodeGrpcInfer } from "../encode-infer.ts";
 import {
   type ModelInferRequest,
   ModelInferRequestSchema,
-  type ModelInferResponse,
-  type ModelStreamInferResponse,
   ModelStreamInferResponseSchema,
 } from "../gen/grpc_service_pb.ts";
 import { grpcStatusOf, serviceError, statusName } from "../status.ts";
+import { decodeInferRequestFast } from "../wire/decode-request.ts";
 
-type Answer = { response: ModelInferResponse; error?: undefined } | { response?: undefined; error: ServiceError };
+/** The answer's encoded bytes (the definition passes them to grpc-js as they are), or the error. */
+type Answer = { response: Buffer; error?: undefined } | { response?: undefined; error: ServiceError };
+
+/** ModelStreamInferResponse's infer_response field: a stream's answer wraps the unary one. */
+const STREAM_INFER_RESPONSE_FIELD = 2;
 
 /** The call's deadline (grpc-timeout) as a performance.now() time, or undefined when it has none. */
 function deadlineOf(call: { getDeadline(): Date | number }): number | undefined {
@@ -43,12 +46,14 @@ function cancelSignal(call: Cancellable): { signal: AbortSignal; answered(): voi
 /**
  * One ModelInferRequest through the shared infer service: the protobuf message is decoded inside
  * the service's accounting, so a malformed one is counted and logged like any failed request.
+ * The common message is read by the wire decoder; protobuf-es reads the rest (and the malformed).
  */
 function inferCall(
   infer: InferService,
   bytes: Uint8Array,
   signal: AbortSignal,
   deadline: number | undefined,
+  wrapField = 0,
 ): InferCall<Answer> {
   let request: ModelInferRequest | undefined;
   const call: InferCall<Answer> & { modelName: string; version: string | undefined } = {
@@ -58,7 +63,7 @@ function inferCall(
     signal,
     deadline,
     parse: () => {
-      request = decodeMessage(ModelInferRequestSchema, bytes);
+      request = decodeInferRequestFast(bytes) ?? decodeMessage(ModelInferRequestSchema, bytes);
       call.modelName = request.modelName;
       call.version = request.modelVersion === "" ? undefined : request.modelVersion;
     },
@@ -67,7 +72,7 @@ function inferCall(
       context.id = r.id === "" ? undefined : r.id;
       return decodeGrpcInfer(model, r, infer.sharedMemory);
     },
-    encode: (head, plans, results) => ({ response: encodeGrpcInfer(head, plans, results) }),
+    encode: (head, plans, results) => ({ response: encodeGrpcInfer(head, plans, results, wrapField) }),
     okStatus: "OK",
     fail: (error) => ({ answer: { error: serviceError(error) }, status: statusName(grpcStatusOf(error)) }),
   };
@@ -97,14 +102,18 @@ export function modelStreamInferHandler(infer: InferService) {
     const deadline = deadlineOf(call);
     let tail: Promise<void> = Promise.resolve();
     call.on("data", (bytes: Buffer) => {
-      const answer = infer.execute(inferCall(infer, bytes, signal, deadline));
+      const answer = infer.execute(inferCall(infer, bytes, signal, deadline, STREAM_INFER_RESPONSE_FIELD));
       tail = tail.then(async () => {
         const a = await answer;
         if (signal.aborted) return;
-        const message: ModelStreamInferResponse = a.error
-          ? create(ModelStreamInferResponseSchema, { errorMessage: a.error.details })
-          : create(ModelStreamInferResponseSchema, { inferResponse: a.response });
-        call.write(message);
+        call.write(
+          a.error
+            ? toBinary(
+                ModelStreamInferResponseSchema,
+                create(ModelStreamInferResponseSchema, { errorMessage: a.error.details }),
+              )
+            : a.response,
+        );
       });
     });
     call.on("end", () => {
