@@ -14,26 +14,20 @@
  * target http-only: the same, but the stand-in answers precomputed outputs of the same size, so
  * the figure is the HTTP layer and codec alone.
  * The load generator runs in its own process: wrk (Debian package) when installed, else N
- * keep-alive fetch loops in a Bun subprocess (this file with --generate).
+ * keep-alive fetch loops in a Bun subprocess (bench/lib/http-load.ts).
  * --http-threads N (worker target): the worker accepts on N threads (config server.httpThreads),
  * and the run also measures bare Bun.serve on N threads of its own (SO_REUSEPORT), for the
  * same-threads ratio beside the goal's (which is against one bare Bun.serve, as the issue puts it).
  * Writes bench/results/http-<date>.json (http-<target>-<date>.json for the stand-in targets) in
  * the shape of bench/lib/results.ts.
  */
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { type HttpLoadSpec as LoadSpec, MLP_REQUEST_BODY, defaultGenerator, httpLoad } from "./lib/http-load.ts";
 import type { LoadResult } from "./lib/load-result.ts";
 import { BenchResult, resultsDir } from "./lib/results.ts";
-
-interface LoadSpec {
-  url: string;
-  body: string;
-  connections: number;
-  seconds: number;
-}
 
 const { values: args } = parseArgs({
   options: {
@@ -42,7 +36,6 @@ const { values: args } = parseArgs({
     connections: { type: "string", default: "16" },
     rounds: { type: "string", default: "2" },
     generator: { type: "string" },
-    generate: { type: "string" },
     // Dynamic batching is off by default in the worker (a coalesced request runs on a larger
     // program whose bits can differ); this measures it on.
     "dynamic-batching": { type: "boolean", default: false },
@@ -53,12 +46,6 @@ const { values: args } = parseArgs({
     "results-dir": { type: "string" },
   },
 });
-
-if (args.generate) {
-  // Child mode: run the fetch load loops and print one JSON result line.
-  console.log(JSON.stringify(await fetchLoad(JSON.parse(args.generate) as LoadSpec)));
-  process.exit(0);
-}
 
 const benchDir = import.meta.dir;
 // The command as typed from the repository root (argv holds this machine's absolute paths).
@@ -74,20 +61,11 @@ const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
 const duration = Number(args.duration);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
-const generator = args.generator ?? (Bun.which("wrk") ? "wrk" : "bun");
+const generator = args.generator === "wrk" || args.generator === "bun" ? args.generator : defaultGenerator();
 const httpThreads = Number(args["http-threads"]);
 const wrkThreads = Number(args["wrk-threads"]);
 
-const requestBody = JSON.stringify({
-  inputs: [
-    {
-      name: "features",
-      shape: [1, 64],
-      datatype: "FP32",
-      data: Array.from({ length: 64 }, (_, i) => Math.round(Math.sin(i) * 1000) / 1000),
-    },
-  ],
-});
+const requestBody = MLP_REQUEST_BODY;
 
 const target = await startTarget(args.target as string);
 const inferUrl = `${target.url}/v2/models/mlp/infer`;
@@ -313,92 +291,9 @@ async function startTarget(kind: string): Promise<Target> {
  */
 async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const before = process.cpuUsage();
-  const result = generator === "wrk" ? await wrkLoad(spec) : await bunLoad(spec);
+  const result = await httpLoad(spec, { kind: generator, wrkThreads });
   const cpu = process.cpuUsage(before);
   return { ...result, serverCpuUsPerRequest: round3((cpu.user + cpu.system) / Math.max(1, result.requests)) };
-}
-
-/** wrk with a POST script; --latency prints the percentiles parsed here. */
-async function wrkLoad(spec: LoadSpec): Promise<LoadResult> {
-  const dir = mkdtempSync(join(tmpdir(), "xlaserve-wrk-"));
-  const script = join(dir, "post.lua");
-  writeFileSync(
-    script,
-    `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = ${JSON.stringify(spec.body)}\n` +
-      "done = function(summary, latency, requests)\n" +
-      '  io.write(string.format("JSON{\\"requests\\":%d,\\"seconds\\":%f,\\"p50\\":%f,\\"p99\\":%f,\\"errors\\":%d}\\n",\n' +
-      "    summary.requests, summary.duration / 1e6, latency:percentile(50) / 1e3, latency:percentile(99) / 1e3,\n" +
-      "    summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))\n" +
-      "end\n",
-  );
-  const proc = Bun.spawn(
-    ["wrk", "-t", String(wrkThreads), "-c", String(spec.connections), "-d", `${spec.seconds}s`, "-s", script, spec.url],
-    {
-      stdout: "pipe",
-      stderr: "inherit",
-    },
-  );
-  const out = await new Response(proc.stdout).text();
-  await proc.exited;
-  rmSync(dir, { recursive: true, force: true });
-  const line = out.split("\n").find((l) => l.startsWith("JSON{"));
-  if (!line) throw new Error(`wrk printed no result:\n${out}`);
-  const r = JSON.parse(line.slice(4)) as {
-    requests: number;
-    seconds: number;
-    p50: number;
-    p99: number;
-    errors: number;
-  };
-  return {
-    requests: r.requests,
-    errors: r.errors,
-    seconds: r.seconds,
-    rps: r.requests / r.seconds,
-    p50Ms: r.p50,
-    p99Ms: r.p99,
-  };
-}
-
-/** The fetch generator in a child process, so it does not share the server's thread. */
-async function bunLoad(spec: LoadSpec): Promise<LoadResult> {
-  const proc = Bun.spawn([process.execPath, import.meta.path, "--generate", JSON.stringify(spec)], {
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  const out = await new Response(proc.stdout).text();
-  if ((await proc.exited) !== 0) throw new Error(`the load generator failed:\n${out}`);
-  return JSON.parse(out.trim().split("\n").pop() as string) as LoadResult;
-}
-
-/** N concurrent keep-alive fetch loops for a bounded time (and at most 10 M requests). */
-async function fetchLoad(spec: LoadSpec): Promise<LoadResult> {
-  const latencies: number[] = [];
-  let errors = 0;
-  const start = performance.now();
-  const deadline = start + spec.seconds * 1000;
-  const headers = { "content-type": "application/json" };
-  const loop = async () => {
-    while (performance.now() < deadline && latencies.length < 10_000_000) {
-      const t0 = performance.now();
-      const response = await fetch(spec.url, { method: "POST", headers, body: spec.body });
-      await response.arrayBuffer();
-      if (response.status !== 200) errors++;
-      latencies.push(performance.now() - t0);
-    }
-  };
-  await Promise.all(Array.from({ length: spec.connections }, loop));
-  const seconds = (performance.now() - start) / 1000;
-  latencies.sort((a, b) => a - b);
-  const pick = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
-  return {
-    requests: latencies.length,
-    errors,
-    seconds,
-    rps: latencies.length / seconds,
-    p50Ms: pick(0.5),
-    p99Ms: pick(0.99),
-  };
 }
 
 function mean(xs: number[]): number {

@@ -8,23 +8,38 @@
  * (--clients at once) in the same run, and the ratio coalescing on / off at saturation is the
  * headline (goal >= 3x).
  *
+ * What bounds that ratio is measured beside it: at each saturation run, the rows each execution
+ * carried, one execution's own time, the share of the run the engine was busy, the worker's and
+ * the load generator's CPU time per request (the statistics extension and /proc); the engine's
+ * ceiling for coalescing (in this process, no worker: an execution at the largest compiled size
+ * against that many at batch 1, so N x t(1) / t(N), bench/lib/engine-ceiling.ts); and what the
+ * load generator can send at all
+ * (the same requests to a bare Bun.serve answering the same bytes, in a process of its own).
+ *
  * Fairness: the light model (MLP) at --light-rate alone, then with the other model flooding at
  * 10x that rate, under fifo and under fair; the ratio is the light model's p99 with the flood
  * over its solo p99 (goal <= 2x under fair).
  *
  *   bun bench/offered-load.bench.ts [--engine reactant|pjrt] [--plugin P] [--models DIR]
- *     [--resnet DIR] [--duration-s 3] [--clients 32] [--light-rate 50] [--results-dir DIR]
+ *     [--resnet DIR] [--duration-s 3] [--clients 32] [--light-rate 50] [--only mlp,resnet,fairness]
+ *     [--results-dir DIR]
+ * --only runs some parts: mlp, resnet (the ResNet-class model's curves) and fairness.
+ * --wire binary sends the inputs and asks for the outputs through the binary tensor data
+ * extension (Inference-Header-Content-Length) instead of JSON numbers: for image inputs, JSON
+ * decoding on the HTTP thread otherwise costs more per request than the device's run.
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { intFlag, parseFlags } from "./lib/args.ts";
 import { BenchResult } from "./lib/results.ts";
 import { percentile } from "./lib/stats.ts";
 import { type StartedWorkerProcess, startWorkerProcess } from "./lib/worker.ts";
+import { processCpuSeconds, round3, statsDelta, statsSnapshot } from "./lib/worker-figures.ts";
+import { type EngineCeiling, createBenchBackend, engineCeiling } from "./lib/engine-ceiling.ts";
 
 const USAGE = `bun bench/offered-load.bench.ts [--engine reactant|pjrt] [--plugin P] [--models DIR] [--resnet DIR]
-  [--duration-s 3] [--clients 32] [--light-rate 50] [--results-dir DIR]`;
+  [--duration-s 3] [--clients 32] [--light-rate 50] [--only mlp,resnet,fairness] [--wire json|binary] [--results-dir DIR]`;
 const { values } = parseFlags(USAGE, {
   engine: { type: "string", default: "reactant" },
   plugin: { type: "string" },
@@ -33,9 +48,13 @@ const { values } = parseFlags(USAGE, {
   "duration-s": { type: "string", default: "3" },
   clients: { type: "string", default: "32" },
   "light-rate": { type: "string", default: "50" },
+  only: { type: "string" },
+  wire: { type: "string", default: "json" },
   "results-dir": { type: "string" },
 });
 const engine = values.engine === "pjrt" ? "pjrt" : "reactant";
+if (values.wire !== "json" && values.wire !== "binary") throw new Error(`--wire: json or binary, not ${values.wire}`);
+const binaryWire = values.wire === "binary";
 const plugin = typeof values.plugin === "string" ? values.plugin : undefined;
 const durationMs = Number(values["duration-s"]) * 1000;
 const clients = intFlag(values.clients, 32, "clients");
@@ -49,12 +68,17 @@ if (typeof values["results-dir"] === "string") result.dir = values["results-dir"
 result.figure("engine", engine);
 result.figure("durationMs", durationMs);
 result.figure("closedLoopClients", clients);
+result.figure("wire", binaryWire ? "binary" : "json");
 
 /** A model's request: one row of the first input, as JSON (the same bytes every time). */
 interface Target {
   readonly name: string;
   readonly dir: string;
-  readonly body: string;
+  readonly body: RequestBody;
+  /** One request carrying `largest` rows. */
+  readonly bodyLargest: RequestBody;
+  /** The largest compiled batch size. */
+  readonly largest: number;
 }
 
 async function targetOf(dir: string, name: string): Promise<Target> {
@@ -62,20 +86,52 @@ async function targetOf(dir: string, name: string): Promise<Target> {
   const bundle = await loadBundle(dir);
   const spec = bundle.manifest.executableInputs[0];
   if (!spec) throw new Error(`${name} has no inputs`);
-  const shape = spec.dims.map((d) => (d.kind === "batch" ? 1 : d.kind === "fixed" ? d.size : 1));
-  const n = shape.reduce((a, b) => a * b, 1);
-  const data = Array.from({ length: n }, (_, i) => ((i * 7919) % 1000) / 1000);
-  const body = JSON.stringify({ inputs: [{ name: spec.name, datatype: "FP32", shape, data }] });
-  return { name, dir, body };
+  const largest = Math.max(...bundle.manifest.compiledBatchSizes);
+  const bodyOf = (rows: number): RequestBody => {
+    const shape = spec.dims.map((d) => (d.kind === "batch" ? rows : d.kind === "fixed" ? d.size : 1));
+    const n = shape.reduce((a, b) => a * b, 1);
+    const data = Array.from({ length: n }, (_, i) => ((i * 7919) % 1000) / 1000);
+    if (!binaryWire) return { bytes: JSON.stringify({ inputs: [{ name: spec.name, datatype: "FP32", shape, data }] }) };
+    const header = new TextEncoder().encode(
+      JSON.stringify({
+        inputs: [{ name: spec.name, datatype: "FP32", shape, parameters: { binary_data_size: n * 4 } }],
+        parameters: { binary_data_output: true },
+      }),
+    );
+    const bytes = new Uint8Array(header.byteLength + n * 4);
+    bytes.set(header);
+    new Float32Array(bytes.buffer, header.byteLength, n).set(data);
+    return {
+      bytes,
+      headers: {
+        "inference-header-content-length": String(header.byteLength),
+        "content-type": "application/octet-stream",
+      },
+    };
+  };
+  return { name, dir, body: bodyOf(1), bodyLargest: bodyOf(largest), largest };
 }
 
-/** A temporary repository holding the given bundles (links to them, so nothing is copied). */
-function repository(targets: readonly Target[]): { path: string; state: string; cleanup(): void } {
-  const root = mkdtempSync(join(tmpdir(), "xlaserve-offered-"));
-  const path = join(root, "models");
-  mkdirSync(path);
-  for (const t of targets) symlinkSync(t.dir, join(path, t.name));
-  return { path, state: join(root, "state"), cleanup: () => rmSync(root, { recursive: true, force: true }) };
+/**
+ * The run's repositories, one per set of bundles, copied once (a repository may not link outside
+ * itself) and kept for the whole run, so later starts load their programs from its cache.
+ */
+const repositories = new Map<string, string>();
+const scratch = mkdtempSync(join(tmpdir(), "xlaserve-offered-"));
+process.on("exit", () => rmSync(scratch, { recursive: true, force: true }));
+
+function repository(targets: readonly Target[]): { path: string; state: string } {
+  const key = targets.map((t) => t.name).join("+");
+  let path = repositories.get(key);
+  if (!path) {
+    path = join(scratch, key, "models");
+    mkdirSync(path, { recursive: true });
+    for (const t of targets) {
+      cpSync(t.dir, join(path, t.name), { recursive: true, filter: (src) => !src.includes(".cache") });
+    }
+    repositories.set(key, path);
+  }
+  return { path, state: join(scratch, "state") };
 }
 
 async function startWith(targets: readonly Target[], env: Record<string, string>, coalesce: boolean) {
@@ -88,30 +144,89 @@ async function startWith(targets: readonly Target[], env: Record<string, string>
     extraArgs: coalesce ? ["--dynamic-batching"] : [],
     env: { XLASERVE_LOG_LEVEL: "warn", ...env },
   });
-  const stop = async () => {
-    await w.stop();
-    repo.cleanup();
-  };
-  return { w, stop };
+  return { w, stop: () => w.stop() };
 }
 
-function post(w: StartedWorkerProcess, t: Target): Promise<number> {
-  return fetch(`${w.url}/v2/models/${t.name}/infer`, { method: "POST", body: t.body }).then(async (r) => {
+/** An infer request's bytes and the headers they need. */
+interface RequestBody {
+  readonly bytes: string | Uint8Array<ArrayBuffer>;
+  readonly headers?: Record<string, string>;
+}
+
+function post(w: { readonly url: string }, t: Target, body = t.body): Promise<number> {
+  const init = { method: "POST", body: body.bytes, headers: body.headers };
+  return fetch(`${w.url}/v2/models/${t.name}/infer`, init).then(async (r) => {
     await r.arrayBuffer();
     return r.status;
   });
 }
 
-/** Closed loop: `clients` requests always in flight for the duration; completed requests per second. */
-async function saturation(w: StartedWorkerProcess, t: Target): Promise<number> {
-  const end = performance.now() + durationMs;
+/** Closed loop: `n` requests always in flight for `ms`; completed requests per second. */
+async function closedLoop(w: { readonly url: string }, t: Target, n = clients, ms = durationMs, body = t.body) {
+  const end = performance.now() + ms;
   let done = 0;
   await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (performance.now() < end) if ((await post(w, t)) === 200) done++;
+    Array.from({ length: n }, async () => {
+      while (performance.now() < end) if ((await post(w, t, body)) === 200) done++;
     }),
   );
-  return done / (durationMs / 1000);
+  return done / (ms / 1000);
+}
+
+/**
+ * Saturation throughput, and what explains it: the statistics between the run's ends (rows per
+ * execution, an execution's own time, how busy the engine was), CPU time per request of the
+ * worker and of this process (the load generator).
+ */
+async function saturation(w: StartedWorkerProcess, t: Target) {
+  const a = await statsSnapshot(w.url, t.name);
+  const workerCpu0 = processCpuSeconds(w.proc.pid);
+  const clientCpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const reqPerS = await closedLoop(w, t);
+  const seconds = (performance.now() - t0) / 1000;
+  const clientCpu = process.cpuUsage(clientCpu0);
+  const workerCpu1 = processCpuSeconds(w.proc.pid);
+  const d = statsDelta(a, await statsSnapshot(w.url, t.name));
+  const requests = Math.max(1, reqPerS * seconds);
+  const meta = (await (await fetch(`${w.url}/v2/models/${t.name}`)).json()) as { extra?: { queue?: unknown } };
+  return {
+    reqPerS: Math.round(reqPerS),
+    ...d,
+    engineBusyShare: d.executionMs === null ? null : round3((d.executionMs * d.executions) / 1000 / seconds),
+    workerCpuUsPerRequest:
+      workerCpu0 === null || workerCpu1 === null ? null : Math.round(((workerCpu1 - workerCpu0) * 1e6) / requests),
+    clientCpuUsPerRequest: Math.round((clientCpu.user + clientCpu.system) / requests),
+    queue: meta.extra?.queue ?? null,
+  };
+}
+
+/**
+ * What this load generator can send at all: the same closed loop against a bare Bun.serve (in a
+ * process of its own, like the worker) answering the model's very response bytes.
+ */
+async function generatorCapacity(w: StartedWorkerProcess, t: Target): Promise<number> {
+  const res = await fetch(`${w.url}/v2/models/${t.name}/infer`, {
+    method: "POST",
+    body: t.body.bytes,
+    headers: t.body.headers,
+  });
+  const answer = join(scratch, `${t.name}.answer.json`);
+  await Bun.write(answer, await res.arrayBuffer());
+  const code = `const body = await Bun.file(${JSON.stringify(answer)}).arrayBuffer();
+const s = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(r) { await r.arrayBuffer(); return new Response(body, { headers: { "content-type": "application/json" } }); } });
+console.log(s.port);`;
+  const child = Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit" });
+  const reader = child.stdout.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  try {
+    const url = `http://127.0.0.1:${first.trim()}`;
+    await closedLoop({ url }, t, clients, 1000);
+    return Math.round(await closedLoop({ url }, t));
+  } finally {
+    child.kill();
+    await child.exited;
+  }
 }
 
 interface Point {
@@ -156,40 +271,95 @@ async function openLoop(w: StartedWorkerProcess, t: Target, rate: number, ms = d
   };
 }
 
-function round3(x: number): number {
-  return Math.round(x * 1000) / 1000;
-}
+type Saturation = Awaited<ReturnType<typeof saturation>>;
+const MODES = [
+  { label: "noCoalescing", coalesce: false },
+  { label: "coalescing", coalesce: true },
+] as const;
 
+/**
+ * Both workers (coalescing off and on) run side by side and take turns at saturation (4 turns
+ * each, the median kept), so a shared machine's other load falls on both alike; then the engine
+ * ceiling, the load generator's capacity and each worker's open-loop curve.
+ */
 async function curves(t: Target): Promise<void> {
   const sat: Record<string, number> = {};
-  for (const coalesce of [false, true]) {
-    const label = coalesce ? "coalescing" : "noCoalescing";
-    await result.step(`${t.name} ${label}`, async () => {
-      const { w, stop } = await startWith([t], {}, coalesce);
-      try {
-        await saturation(w, t); // warm-up, inline timing included
-        sat[label] = Math.round(await saturation(w, t));
-        console.log(`  ${t.name} ${label}: saturation ${sat[label]} req/s (closed loop, ${clients} clients)`);
+  const cpuUs: Record<string, number | null> = {};
+  let ceiling: EngineCeiling | null = null;
+  let capacity: number | null = null;
+  await result.step(`${t.name} engine ceiling`, async () => {
+    ceiling = await engineCeiling(await benchBackend(), t.dir);
+    result.figure(`${t.name}.engineCeiling`, ceiling);
+    console.log(
+      `  ${t.name} engine (in this process): ${ceiling.executionMsBatch1} ms at batch 1, ${ceiling.executionMsLargest} ms at ${t.largest}: coalescing ceiling ${ceiling.ceiling}x`,
+    );
+  });
+  await result.step(`${t.name} curves`, async () => {
+    const workers: StartedWorkerProcess[] = [];
+    try {
+      for (const m of MODES) workers.push((await startWith([t], {}, m.coalesce)).w);
+      for (const w of workers) await closedLoop(w, t); // warm-up, inline timing included
+      const turns: Saturation[][] = MODES.map(() => []);
+      for (let turn = 0; turn < 4; turn++) {
+        for (const [i, w] of workers.entries()) (turns[i] as Saturation[]).push(await saturation(w, t));
+      }
+      for (const [i, m] of MODES.entries()) {
+        const list = (turns[i] as Saturation[]).sort((a, b) => a.reqPerS - b.reqPerS);
+        const s = list[Math.floor(list.length / 2)] as Saturation;
+        sat[m.label] = s.reqPerS;
+        cpuUs[m.label] = s.workerCpuUsPerRequest;
+        result.figure(`${t.name}.${m.label}.saturationReqPerS`, s.reqPerS);
+        result.figure(`${t.name}.${m.label}.saturation`, { median: s, turnsReqPerS: list.map((x) => x.reqPerS) });
+        console.log(
+          `  ${t.name} ${m.label}: saturation ${s.reqPerS} req/s (closed loop, ${clients} clients, median of 4 turns): ${s.rowsPerExecution} rows per execution of ${s.executionMs} ms, engine busy ${s.engineBusyShare}, CPU per request worker ${s.workerCpuUsPerRequest} us, load generator ${s.clientCpuUsPerRequest} us`,
+        );
+      }
+      const plain = workers[0] as StartedWorkerProcess;
+      capacity = await generatorCapacity(plain, t);
+      result.figure(`${t.name}.loadGeneratorCapacityReqPerS`, capacity);
+      console.log(`  ${t.name} load generator against a bare Bun.serve: ${capacity} req/s`);
+      for (const [i, m] of MODES.entries()) {
         const points: Point[] = [];
         for (const f of [0.25, 0.5, 0.75, 1, 1.5, 2, 3]) {
-          const p = await openLoop(w, t, Math.max(1, Math.round(f * (sat.noCoalescing ?? sat[label] ?? 100))));
+          const p = await openLoop(
+            workers[i] as StartedWorkerProcess,
+            t,
+            Math.max(1, Math.round(f * (sat.noCoalescing ?? 100))),
+          );
           console.log(
-            `    offered ${p.offered}/s: ${p.achieved}/s, p50 ${p.p50Ms} ms, p99 ${p.p99Ms} ms, failed ${p.failed}`,
+            `    ${m.label} offered ${p.offered}/s: ${p.achieved}/s, p50 ${p.p50Ms} ms, p99 ${p.p99Ms} ms, failed ${p.failed}`,
           );
           points.push(p);
         }
-        result.figure(`${t.name}.${label}.saturationReqPerS`, sat[label]);
-        result.figure(`${t.name}.${label}.curve`, points);
-      } finally {
-        await stop();
+        result.figure(`${t.name}.${m.label}.curve`, points);
       }
-    });
-  }
+    } finally {
+      for (const w of workers) await w.stop();
+    }
+  });
   result.ratio(
     `${t.name}.saturationCoalescingOverNone`,
     { label: "coalescing on, req/s", value: sat.coalescing ?? null },
     { label: "coalescing off, req/s", value: sat.noCoalescing ?? null },
     ">=3",
+  );
+  const c = ceiling as EngineCeiling | null;
+  result.ratio(
+    `${t.name}.engineCeilingOfCoalescing`,
+    { label: `${t.largest} x execution ms at batch 1`, value: c ? t.largest * c.executionMsBatch1 : null },
+    { label: `execution ms at batch ${t.largest}`, value: c?.executionMsLargest ?? null },
+  );
+  // Where the worker's cores are the bottleneck (the CPU engine on a few cores), throughput
+  // follows the worker's CPU time per request: coalescing saves only the execution's share of it.
+  result.ratio(
+    `${t.name}.workerCpuPerRequestNoneOverCoalescing`,
+    { label: "worker CPU us per request, coalescing off", value: cpuUs.noCoalescing ?? null },
+    { label: "worker CPU us per request, coalescing on", value: cpuUs.coalescing ?? null },
+  );
+  result.ratio(
+    `${t.name}.loadGeneratorHeadroom`,
+    { label: "load generator against a bare server, req/s", value: capacity },
+    { label: "worker saturation with coalescing, req/s", value: sat.coalescing ?? null },
   );
 }
 
@@ -228,13 +398,23 @@ async function fairness(light: Target, heavy: Target): Promise<void> {
   }
 }
 
+let backend: Awaited<ReturnType<typeof createBenchBackend>> | null = null;
+async function benchBackend() {
+  backend ??= await createBenchBackend(engine, plugin ?? process.env.XLASERVE_PJRT_PLUGIN);
+  return backend;
+}
+
 const mlp = await targetOf(join(examples, "mlp"), "mlp");
 const resnetClass =
   typeof values.resnet === "string"
     ? await targetOf(resolve(values.resnet), "resnet50")
     : await targetOf(join(examples, "cnn"), "cnn");
 result.figure("resnetClassModel", resnetClass.name);
-await curves(mlp);
-await curves(resnetClass);
-await fairness(mlp, resnetClass);
+const parts = typeof values.only === "string" ? values.only.split(",") : ["mlp", "resnet", "fairness"];
+for (const p of parts) if (!["mlp", "resnet", "fairness"].includes(p)) throw new Error(`--only: unknown part ${p}`);
+result.figure("parts", parts);
+if (parts.includes("mlp")) await curves(mlp);
+if (parts.includes("resnet")) await curves(resnetClass);
+if (parts.includes("fairness")) await fairness(mlp, resnetClass);
+await (backend as Awaited<ReturnType<typeof createBenchBackend>> | null)?.dispose();
 result.write();

@@ -50,6 +50,14 @@
 #                  on 1, 2, 4 and 8 HTTP threads (issue 6; wrk from .device/debs)
 #   grpc           bench/grpc.bench.ts: gRPC ModelInfer on the MLP vs REST and vs a bare grpc-js
 #                  server, and a 64 MiB input inline vs through shared memory; CPU engine and PJRT
+#   scheduler      bench/offered-load.bench.ts: offered-load curves with coalescing off and on (the
+#                  two workers taking turns at saturation), the engine's ceiling for coalescing and
+#                  the load generator's capacity, and the light model's p99 under a 10x flood (fifo,
+#                  fair): PJRT with the MLP and ResNet-50 (skipped, saying so, without a PJRT plugin),
+#                  then the CPU engine with the examples on this host's cores
+#   http-vs-reuseport  bench/http-vs-reuseport.bench.ts: one worker process (the anchor) against
+#                  --http-threads N and against `xlaserve node --workers N` (N processes on one port,
+#                  SO_REUSEPORT), the same MLP and load generator, N = 2, 4, 8 (up to the cores)
 #   part1 = setup export compile-load restart first-result cpu
 #   part2 = setup export worker-start memory memory-worker
 #   all   = setup export compile-load restart first-result worker-start memory memory-worker cpu
@@ -80,9 +88,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|portable|http|grpc) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|portable|http|grpc|scheduler|http-vs-reuseport) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc scheduler http-vs-reuseport part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -91,9 +99,9 @@ ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
   want gpu-tests && ordered+=(gpu-tests)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu; do want $x && need_export=1; done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu scheduler; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc scheduler http-vs-reuseport; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
@@ -352,6 +360,25 @@ for phase in "${ordered[@]}"; do
       # gRPC on this host's cores: the CPU engine, then the MLP on the GPU through PJRT.
       run_step grpc 240 bun bench/grpc.bench.ts --engine reactant --results-dir "$RES"
       run_step grpc-pjrt 240 bun bench/grpc.bench.ts --engine pjrt --results-dir "$RES"
+      ;;
+    scheduler)
+      # PJRT first (the figure the goal is about), with the exported MLP and ResNet-50; then the
+      # CPU engine on the examples. 64 clients: one fetch loop per client in one process.
+      if [ -n "${XLASERVE_PJRT_PLUGIN:-}" ] && [ -f "$WORK/models/resnet50/manifest.yaml" ]; then
+        run_step scheduler-pjrt 300 bun bench/offered-load.bench.ts --engine pjrt --plugin "$XLASERVE_PJRT_PLUGIN" \
+          --models "$WORK/models" --resnet "$WORK/models/resnet50" --clients 64 --light-rate 200 --results-dir "$RES"
+      else
+        echo "scheduler: PJRT skipped: no PJRT plugin (XLASERVE_PJRT_PLUGIN) or no exported ResNet-50 in $WORK/models"
+        echo "{\"step\":\"scheduler-pjrt\",\"skipped\":true,\"reason\":\"no PJRT plugin or no exported resnet50\"}" >>"$STEPS"
+      fi
+      run_step scheduler-cpu 240 bun bench/offered-load.bench.ts --engine reactant --clients 64 --light-rate 40 \
+        --results-dir "$RES"
+      ;;
+    http-vs-reuseport)
+      for n in 2 4 8; do
+        [ "$n" -le "$(nproc)" ] || continue
+        run_step "http-vs-reuseport-$n" 150 bun bench/http-vs-reuseport.bench.ts --processes "$n" --results-dir "$RES"
+      done
       ;;
     cpu)
       run_step cpu 300 bun bench/cpu/engine-vs-xla.bench.ts --models "$WORK/models" \

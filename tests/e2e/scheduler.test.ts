@@ -129,7 +129,10 @@ const logitsOf = (a: Answer) =>
 
 describe("coalescing at compiled batch sizes (MLP: b1, b8)", () => {
   test("the largest size the queue fills, in arrival order: nine queued rows run as b8 then b1", async () => {
-    const w = await start({ concurrency: { dynamicBatching: true }, scheduler: { maxInFlight: 1 } });
+    const w = await start({
+      concurrency: { dynamicBatching: true },
+      scheduler: { maxInFlight: 1, batchSizeChoice: "fill" },
+    });
     const before = await stats(w, "mlp");
     const release = await holdDevice(w);
     const { answer: first } = await occupy(w, "mlp");
@@ -171,10 +174,10 @@ describe("coalescing at compiled batch sizes (MLP: b1, b8)", () => {
     expect(logitsOf(rb as Answer)).toEqual(logitsOf(solo));
   }, 60_000);
 
-  test("a per-model maxBatchSize caps the rows coalesced: eight queued rows under a cap of 4 run at b1", async () => {
+  test("under the fill rule a per-model maxBatchSize caps the rows coalesced: eight queued rows under a cap of 4 run at b1", async () => {
     const w = await start({
       concurrency: { dynamicBatching: true },
-      scheduler: { maxInFlight: 1, models: { mlp: { maxBatchSize: 4 } } },
+      scheduler: { maxInFlight: 1, batchSizeChoice: "fill", models: { mlp: { maxBatchSize: 4 } } },
     });
     const before = await stats(w, "mlp");
     const release = await holdDevice(w);
@@ -186,6 +189,27 @@ describe("coalescing at compiled batch sizes (MLP: b1, b8)", () => {
     const after = await stats(w, "mlp");
     expect((after.bySize[8] ?? 0) - (before.bySize[8] ?? 0)).toBe(0);
     expect((after.bySize[1] ?? 0) - (before.bySize[1] ?? 0)).toBe(9);
+  }, 60_000);
+
+  test("by default a size not measured yet runs once when it carries more rows: five queued rows go at b8 together", async () => {
+    const w = await start({ concurrency: { dynamicBatching: true }, scheduler: { maxInFlight: 1 } });
+    const before = await stats(w, "mlp");
+    const release = await holdDevice(w);
+    const { answer: first } = await occupy(w, "mlp");
+    const rest = Array.from({ length: 5 }, (_, i) => infer(w, "mlp", 1, {}, i + 1));
+    await queued(w, "mlp", 5);
+    await Bun.sleep(300);
+    release();
+    const answers = await Promise.all([first, ...rest]);
+    for (const a of answers) expect(a.status).toBe(200);
+    const after = await stats(w, "mlp");
+    // the fill rule would run them one by one at b1; b8 had not run, so it runs them all at once
+    expect((after.bySize[5] ?? 0) - (before.bySize[5] ?? 0)).toBe(1);
+    expect(after.executions - before.executions).toBe(2);
+    const costs = model(w, "mlp").queueFigures().costMs;
+    expect(Object.keys(costs).sort()).toEqual(["b1", "b8"]);
+    // the held execution's cost is its own run, not the time it waited for the device
+    expect(costs.b1 as number).toBeLessThan(200);
   }, 60_000);
 
   test("a max queue delay holds a partial batch until it fills or the window ends", async () => {

@@ -73,6 +73,12 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --queue-depth N      requests queued per model before 429 (default 64)
   --dynamic-batching   coalesce concurrent requests into one execution (more throughput; a
                        request's output may then differ in the last bits with other traffic)
+  --discipline D       which model's queue the device serves next: fifo | fair | edf
+                       (XLASERVE_SCHEDULER__DISCIPLINE; default fifo)
+  --max-queue-delay-us N  with dynamic batching, how long a partial batch may wait to fill
+                       (XLASERVE_SCHEDULER__MAX_QUEUE_DELAY_US; default 0)
+  --batch-size-choice C  throughput | fill: the compiled size a coalesced execution runs at
+                       (XLASERVE_SCHEDULER__BATCH_SIZE_CHOICE; default throughput)
   --auth-token T       bearer token for the repository load/unload calls (XLASERVE_AUTH_TOKEN)
   --log-level L        debug | info | warn | error (default info)
   --log-format F       auto | json | text (default auto: text on a terminal, json otherwise)
@@ -117,6 +123,9 @@ const OPTIONS = {
   "per-model": { type: "string" },
   "queue-depth": { type: "string" },
   "dynamic-batching": { type: "boolean" },
+  discipline: { type: "string" },
+  "max-queue-delay-us": { type: "string" },
+  "batch-size-choice": { type: "string" },
   "auth-token": { type: "string" },
   "log-level": { type: "string" },
   "log-format": { type: "string" },
@@ -176,6 +185,11 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
       perModel: num(values["per-model"], "per-model"),
       queueDepth: num(values["queue-depth"], "queue-depth"),
       dynamicBatching: values["dynamic-batching"] ? true : undefined,
+    },
+    scheduler: {
+      discipline: values.discipline,
+      maxQueueDelayUs: num(values["max-queue-delay-us"], "max-queue-delay-us"),
+      batchSizeChoice: values["batch-size-choice"],
     },
     log: { level: values["log-level"], format: values["log-format"] },
   };

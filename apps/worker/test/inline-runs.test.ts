@@ -64,16 +64,40 @@ describe("inline runs on the real CPU engine", () => {
     await registry.shutdown();
   }, 60_000);
 
-  test("host residency, a coalescing model and a threshold of 0 never run inline", async () => {
+  test("host residency and a threshold of 0 never run inline", async () => {
     const host = await cpuRegistry(["mlp"], 5000, "host");
     expect(await host.registry.models()[0]?.prepareInline(5000)).toBeNull();
     await host.registry.shutdown();
-    const coalescing = await cpuRegistry(["mlp"], 5000, "device", true);
-    expect(await coalescing.registry.models()[0]?.prepareInline(5000)).toBeNull();
-    await coalescing.registry.shutdown();
     const off = await cpuRegistry(["mlp"], 0);
     expect(await off.registry.models()[0]?.prepareInline(0)).toBeNull();
     await off.registry.shutdown();
+  }, 60_000);
+
+  test("a coalescing model runs inline too: the requests of one event-loop turn run as one execution", async () => {
+    const { registry } = await cpuRegistry(["mlp"], 5000, "device", true);
+    const mlp = registry.models()[0];
+    if (!mlp) throw new Error("no mlp");
+    const ref8 = readReference("mlp").get(8)?.inputs.get("features") as HostTensor;
+    const alone = [];
+    for (let r = 0; r < 5; r++) alone.push(await mlp.infer({ inputs: new Map([["features", sliceRow(ref8, r)]]) }));
+    const verdicts = await mlp.prepareInline(5000);
+    expect(verdicts?.map((v) => v.inline)).toEqual([true, true]);
+    const before = mlp.queueFigures().executions;
+    const together = await Promise.all(
+      Array.from({ length: 5 }, (_, r) => mlp.infer({ inputs: new Map([["features", sliceRow(ref8, r)]]) })),
+    );
+    // Five requests submitted in one turn: one inline execution (b8, padded), each its own row back.
+    expect(mlp.queueFigures().executions).toBe(before + 1);
+    const inline = mlp.extra().inline as { programs: Array<{ program: string; inline: boolean }> };
+    expect(inline.programs.find((p) => p.program === "b8")?.inline).toBe(true);
+    for (const [r, out] of together.entries()) {
+      expect(out.get("logits")?.shape).toEqual([1, 10]);
+      // A row's answer at b8 may differ from its b1 answer in the last bits (batch invariance).
+      const a = out.get("logits")?.data as Float32Array;
+      const b = alone[r]?.get("logits")?.data as Float32Array;
+      for (let i = 0; i < 10; i++) expect(Math.abs((a[i] as number) - (b[i] as number))).toBeLessThan(1e-5);
+    }
+    await registry.shutdown();
   }, 60_000);
 
   test("shutdown during a preparation stops it and frees what it held on this thread", async () => {
@@ -282,3 +306,9 @@ describe("settledNow", () => {
     await Bun.sleep(1); // no unhandled rejection surfaces from the rejected one
   });
 });
+
+/** Row `r` of a row-major [N, C] tensor as a [1, C] tensor. */
+function sliceRow(x: HostTensor, r: number): HostTensor {
+  const c = x.shape[1] as number;
+  return { dtype: x.dtype, shape: [1, c], data: (x.data as Float32Array).slice(r * c, (r + 1) * c) };
+}

@@ -47,6 +47,35 @@ describe("coalescing rule", () => {
     expect(chooseBatch(mixed, B1_2_4_8)).toEqual({ size: 2, take: 2, rows: 2 });
     expect(chooseBatch([{ variant: null, rows: null }], B1_8)).toEqual({ size: undefined, take: 1, rows: 0 });
   });
+  test("with measured costs, the size that runs the most rows per second, padding included", () => {
+    const B1_32 = { compiledBatchSizes: [1, 32] };
+    const costs = (table: Record<number, number>) => (size: number) => table[size];
+    const twenty = rows(...Array.from({ length: 20 }, () => 1));
+    // Twenty rows: one run at 32 (5 ms) beats twenty at 1 (1 ms each); the fill rule alone takes 1.
+    expect(chooseBatch(twenty, B1_32)).toEqual({ size: 1, take: 1, rows: 1 });
+    expect(chooseBatch(twenty, B1_32, costs({ 1: 0.001, 32: 0.005 }))).toEqual({ size: 32, take: 20, rows: 20 });
+    // Where padding costs more than the rows it carries are worth, the fill size stays.
+    expect(chooseBatch(rows(1, 1), B1_32, costs({ 1: 0.001, 32: 0.005 }))).toEqual({ size: 1, take: 1, rows: 1 });
+    expect(chooseBatch(rows(1, 1, 1), B1_2_4_8, costs({ 1: 1, 2: 1.5, 4: 1.6, 8: 3 }))).toEqual({
+      size: 4,
+      take: 3,
+      rows: 3,
+    });
+    // An unmeasured size that would carry more rows runs once (to be measured); one that would not is skipped.
+    expect(chooseBatch(twenty, B1_32, costs({ 1: 0.001 }))).toEqual({ size: 32, take: 20, rows: 20 });
+    expect(chooseBatch(rows(1), B1_32, costs({ 1: 0.001 }))).toEqual({ size: 1, take: 1, rows: 1 });
+    // Preferred sizes and maxRows still bound the choice.
+    expect(chooseBatch(twenty, { ...B1_32, maxRows: 8 }, costs({ 1: 0.001, 32: 0.005 }))).toEqual({
+      size: 32,
+      take: 8,
+      rows: 8,
+    });
+    expect(chooseBatch(twenty, { ...B1_2_4_8, preferred: [2] }, costs({ 1: 1, 2: 1, 4: 1, 8: 1 }))).toEqual({
+      size: 2,
+      take: 2,
+      rows: 2,
+    });
+  });
 });
 
 const OPTIONS: SchedulerOptions = {
@@ -60,7 +89,16 @@ const OPTIONS: SchedulerOptions = {
 };
 
 function policy(over: Partial<QueuePolicy> = {}): QueuePolicy {
-  return { ...B1_8, coalesce: true, maxInFlight: 1, queueDepth: 16, maxQueueDelayMs: 0, weight: 1, ...over };
+  return {
+    ...B1_8,
+    coalesce: true,
+    maxInFlight: 1,
+    queueDepth: 16,
+    maxQueueDelayMs: 0,
+    weight: 1,
+    sizeChoice: "fill",
+    ...over,
+  };
 }
 
 /**

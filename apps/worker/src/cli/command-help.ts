@@ -21,6 +21,9 @@ Options:
   --per-model N        requests run at once per model
   --queue-depth N      requests queued per model before 429
   --dynamic-batching   coalesce concurrent requests into one execution
+  --discipline D       fifo | fair | edf: which model's queue the device serves next
+  --max-queue-delay-us N  how long a partial coalesced batch may wait to fill
+  --batch-size-choice C  throughput | fill: the compiled size a coalesced execution runs at
   --auth-token T       bearer token for repository load/unload (XLASERVE_AUTH_TOKEN)
   --log-level L        debug | info | warn | error
   --log-format F       auto | json | text (default auto: text on a terminal, json otherwise)

@@ -37,6 +37,7 @@ export class DeviceScheduler {
   private again = false;
   private wake: ReturnType<typeof setTimeout> | undefined;
   private wakeAt = Number.POSITIVE_INFINITY;
+  private turnEnd: ReturnType<typeof setImmediate> | undefined;
 
   constructor(readonly options: SchedulerOptions) {}
 
@@ -92,7 +93,8 @@ export class DeviceScheduler {
       };
       q.insert(item);
       this.queued++;
-      this.pump();
+      if (q.gatherInTurn && q.policy.coalesce) this.pumpAtTurnEnd();
+      else this.pump();
       if (item.waiting && item.deadline !== undefined) {
         const deadline = item.deadline;
         item.timer = setTimeout(() => this.expire(q, item), Math.max(0, deadline - performance.now()));
@@ -120,6 +122,15 @@ export class DeviceScheduler {
     } finally {
       this.pumping = false;
     }
+  }
+
+  /** One dispatch once this turn's other callbacks (the requests read with this one) have run. */
+  private pumpAtTurnEnd(): void {
+    if (this.turnEnd !== undefined) return;
+    this.turnEnd = setImmediate(() => {
+      this.turnEnd = undefined;
+      this.pump();
+    });
   }
 
   private next(now: number): AnyQueue | undefined {
@@ -180,23 +191,27 @@ export class DeviceScheduler {
     this.inFlight++;
     q.countDispatch(live, rows, plan.size, now);
     const variant = (live[0] as QueuedRequest<unknown, unknown>).variant;
-    const t0 = performance.now();
+    const timing = { t0: performance.now() };
+    const started = () => {
+      timing.t0 = performance.now();
+    };
     let out: unknown[] | Promise<unknown[]>;
     try {
       out = q.runBatch(
         variant,
         live.map((t) => t.payload),
         plan.size,
+        started,
       );
     } catch (err) {
-      this.settle(q, live, plan.size, t0, null, err);
+      this.settle(q, live, plan.size, timing, null, err);
       return;
     }
-    if (Array.isArray(out)) this.settle(q, live, plan.size, t0, out, null);
+    if (Array.isArray(out)) this.settle(q, live, plan.size, timing, out, null);
     else
       out.then(
-        (r) => this.settle(q, live, plan.size, t0, r, null),
-        (e) => this.settle(q, live, plan.size, t0, null, e),
+        (r) => this.settle(q, live, plan.size, timing, r, null),
+        (e) => this.settle(q, live, plan.size, timing, null, e),
       );
   }
 
@@ -204,7 +219,7 @@ export class DeviceScheduler {
     q: AnyQueue,
     live: readonly QueuedRequest<unknown, unknown>[],
     size: number | undefined,
-    t0: number,
+    timing: { readonly t0: number },
     results: readonly unknown[] | null,
     error: unknown,
   ): void {
@@ -212,7 +227,7 @@ export class DeviceScheduler {
     q.inFlight--;
     this.inFlight--;
     if (results) {
-      q.fair.record(costKey(size), (now - t0) / 1000, now);
+      q.fair.record(costKey(size), (now - timing.t0) / 1000, now);
       live.forEach((t, i) => {
         if (i < results.length) t.resolve(results[i]);
         else t.reject(new XlaserveError("INTERNAL", `${q.label}: a coalesced request got no result`));

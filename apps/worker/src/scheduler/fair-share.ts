@@ -40,6 +40,11 @@ export class FairShare {
     return this.costs.get(size) ?? DEFAULT_COST_S;
   }
 
+  /** The measured cost at `size`, or undefined before its first execution there. */
+  measured(size: number): number | undefined {
+    return this.costs.get(size);
+  }
+
   costsMs(): Record<string, number> {
     return Object.fromEntries([...this.costs].map(([size, s]) => [`b${size}`, Math.round(s * 1e5) / 100]));
   }

@@ -16,13 +16,20 @@ export interface QueuePolicy extends BatchRule {
   readonly maxQueueDelayMs: number;
   /** fair: share of device time. */
   readonly weight: number;
+  /** The compiled size by measured rows per second ("throughput") or by the fill rule alone ("fill"). */
+  readonly sizeChoice: "throughput" | "fill";
 }
 
-/** Runs the requests taken as one execution at `size`; one result per request, in order. */
+/**
+ * Runs the requests taken as one execution at `size`; one result per request, in order.
+ * `started` marks when the device work begins (after any wait for the device lock or the
+ * weights), so the costs learned are the execution's own.
+ */
 export type RunBatch<P, R> = (
   variant: number | null,
   payloads: readonly P[],
   size: number | undefined,
+  started: () => void,
 ) => R[] | Promise<R[]>;
 
 /** Why requests were refused or dropped instead of run. */
@@ -54,6 +61,12 @@ export interface QueueFigures {
 export class ModelQueue<P, R> {
   readonly items: QueuedRequest<P, R>[] = [];
   inFlight = 0;
+  /**
+   * Dispatch waits for the end of the event loop's turn, so the requests read in that turn
+   * coalesce: set for a coalescing model whose runs finish before they return (inline), where
+   * nothing else would gather while one runs.
+   */
+  gatherInTurn = false;
   readonly fair: FairShare;
   readonly shed: ShedCounts = { queueFull: 0, deadline: 0, laxity: 0, aborted: 0 };
   private readonly idleSignal = new IdleSignal();
@@ -99,7 +112,8 @@ export class ModelQueue<P, R> {
   plan(): { size: number | undefined; take: number; rows: number } {
     if (!this.policy.coalesce)
       return { size: undefined, take: this.items.length > 0 ? 1 : 0, rows: this.head?.rows ?? 1 };
-    return chooseBatch(this.items, this.policy);
+    const cost = this.policy.sizeChoice === "throughput" ? (size: number) => this.fair.measured(size) : undefined;
+    return chooseBatch(this.items, this.policy, cost);
   }
 
   /**

@@ -47,6 +47,7 @@ export function queueOptions(
     queueDepth: m.queueDepth ?? concurrency.queueDepth,
     maxQueueDelayMs: (m.maxQueueDelayUs ?? cfg.maxQueueDelayUs) / 1000,
     weight: m.weight ?? 1,
+    sizeChoice: cfg.batchSizeChoice,
     maxRows: m.maxBatchSize,
     preferred: m.preferredBatchSizes,
   };

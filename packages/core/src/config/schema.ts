@@ -201,6 +201,11 @@ export const ConfigSchema = Type.Object(
           description:
             "with dynamic batching, how long the oldest queued request may wait for more to fill a batch before a partial batch runs",
         }),
+        batchSizeChoice: Type.Union([Type.Literal("throughput"), Type.Literal("fill")], {
+          default: "throughput",
+          description:
+            "with dynamic batching, the compiled size a coalesced execution runs at: throughput (the size that runs the queued rows fastest by each size's measured cost, padding included) or fill (the largest size the queue fills, else the smallest, padded: sizes follow the traffic alone)",
+        }),
         defaultPriority: Type.Integer({
           minimum: 1,
           default: 100,
