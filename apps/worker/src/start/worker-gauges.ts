@@ -9,30 +9,29 @@ export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], 
   const registers = [metrics.registry];
   // Most figures are one gauge series per model.
   const perModel = (name: string, help: string) => new Gauge({ name, help, labelNames: ["model"] as const, registers });
+  const labelled = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new Gauge({ name, help, labelNames, registers });
   return {
-    budget: new Gauge({
-      name: "worker_weight_budget_bytes",
-      help: "The resolved weight budget: limit, pool, on_demand, pinned, max_scratch",
-      labelNames: ["device", "figure"] as const,
-      registers,
-    }),
-    residentWeights: new Gauge({
-      name: "worker_resident_weight_bytes",
-      help: "Weight bytes resident on the device (pinned and on-demand)",
-      labelNames: ["device"] as const,
-      registers,
-    }),
+    budget: labelled(
+      "worker_weight_budget_bytes",
+      "The resolved weight budget: limit, pool, on_demand, pinned, max_scratch",
+      ["device", "figure"] as const,
+    ),
+    residentWeights: labelled(
+      "worker_resident_weight_bytes",
+      "Weight bytes resident on the device (pinned and on-demand)",
+      ["device"] as const,
+    ),
     modelWeight: perModel("worker_model_weight_bytes", "Per-model weight footprint (bytes)"),
     modelScratch: perModel("worker_model_scratch_bytes", "Per-model run scratch measured by the memory probe (bytes)"),
     modelResident: perModel("worker_model_resident", "1 if the model's weights are device-resident, else 0"),
     modelPinned: perModel("worker_model_pinned", "1 if the model is pinned, else 0"),
     modelsLoaded: new Gauge({ name: "worker_models_loaded", help: "Number of loaded models", registers }),
-    fleetPrograms: new Gauge({
-      name: "worker_fleet_programs",
-      help: "Programs by what the fleet cache did since start: fetched (loaded from the shared store), published (compiled here), bad_blob (failed its checks, dropped), lease_wait, takeover (of a dead holder's lease), unavailable (compiled without the fleet)",
-      labelNames: ["event"] as const,
-      registers,
-    }),
+    fleetPrograms: labelled(
+      "worker_fleet_programs",
+      "Programs by what the fleet cache did since start: fetched (loaded from the shared store), published (compiled here), bad_blob (failed its checks, dropped), lease_wait, takeover (of a dead holder's lease), unavailable (compiled without the fleet)",
+      ["event"] as const,
+    ),
     cacheDegraded: new Gauge({
       name: "xlaserve_cache_degraded",
       help: "1 while the program cache cannot be used (its state directory's disk is full or unwritable) and programs compile uncached",
@@ -57,12 +56,11 @@ export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], 
       "worker_scheduler_batch_fill_ratio",
       "Rows run over rows the executions' compiled batch sizes held (1: no padding)",
     ),
-    shed: new Gauge({
-      name: "worker_scheduler_shed_total",
-      help: "Requests refused or dropped instead of run: queue_full (429), deadline and laxity (504), aborted",
-      labelNames: ["model", "reason"] as const,
-      registers,
-    }),
+    shed: labelled(
+      "worker_scheduler_shed_total",
+      "Requests refused or dropped instead of run: queue_full (429), deadline and laxity (504), aborted",
+      ["model", "reason"] as const,
+    ),
     weightLoadSeconds: new Counter({
       name: "worker_weight_load_seconds_total",
       help: "Cumulative time spent loading weights to the device (seconds)",
