@@ -1,10 +1,8 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { AbstractBackend, Logger, VerifiedFiles } from "@xlaserve/core";
+import type { Logger } from "@xlaserve/core";
 import { XlaserveError, asXlaserveError } from "@xlaserve/core";
-import { bundleFingerprint } from "@xlaserve/core/bundle/fingerprint.ts";
-import { discoverBundles, loadBundle } from "@xlaserve/core/bundle/load.ts";
-import type { BundleModule } from "@xlaserve/core/bundle/types.ts";
+import { discoverBundles } from "@xlaserve/core/bundle/load.ts";
 import type {
   ModelRegistryView,
   ModelStats,
@@ -14,78 +12,26 @@ import type {
   ServerInfo,
 } from "@xlaserve/server/contract.ts";
 import { type WeightBudget, formatBytes } from "../memory/budget.ts";
-import { isInlineHost } from "../inline/inline-runs.ts";
 import { DeviceLock } from "../scheduler/device-lock.ts";
 import { DeviceScheduler } from "../scheduler/device-scheduler.ts";
-import { type SchedulingConfig, defaultScheduling, queueOptions, schedulerOptions } from "../scheduler/settings.ts";
-import {
-  type LoadedProgram,
-  type ProbeResult,
-  type ProgramSource,
-  RuntimeModel,
-  type RuntimeHooks,
-} from "../model/runtime-model.ts";
-import { type ProbeFigureStore, storeFigures, storedFigures } from "../memory/probe-figures.ts";
+import { type SchedulingConfig, defaultScheduling, schedulerOptions } from "../scheduler/settings.ts";
+import type { RuntimeModel } from "../model/runtime-model.ts";
 import { WeightManager } from "../memory/weights.ts";
 import { InlineReplicas, type ReplicaHost } from "./inline-replicas.ts";
-import { LoadPhases, loadedLogFields, round1 } from "./load-report.ts";
-import { type MemoryOptions, WeightAdmission, budgetLogFields } from "./weight-admission.ts";
+import { round1 } from "./load-report.ts";
+import { WeightAdmission, budgetLogFields } from "./weight-admission.ts";
+import { AdmissionTurn } from "./admission-turn.ts";
+import type { BudgetCause, RegistryOptions, Slot } from "./registry-options.ts";
+import { enqueueOnSlot, refuseSlot } from "./slot-states.ts";
+import { type LoadHost, loadVersion } from "./load-version.ts";
 
 export type { ReplicaHost } from "./inline-replicas.ts";
-
-export interface RegistryOptions {
-  readonly repository: string;
-  readonly backend: AbstractBackend;
-  readonly platform: string;
-  readonly programs: ProgramSource;
-  readonly log: Logger;
-  readonly memory: MemoryOptions;
-  readonly concurrency: { readonly perModel: number; readonly queueDepth: number; readonly dynamicBatching?: boolean };
-  readonly serverInfo: () => ServerInfo;
-  /** Measure each batchable model's batch invariance once it serves (the worker does; tests that count runs do not). */
-  readonly measureBatchInvariance?: boolean;
-  /** The device scheduler's settings (config scheduler); defaults when absent. */
-  readonly scheduling?: SchedulingConfig;
-  readonly hooks?: RegistryHooks;
-  /** Serve model folders that are links to folders outside the repository (refused by default). */
-  readonly followLinksOutside?: boolean;
-  /** Weights files already checked against their manifest's sha256 (skips hashing them again). */
-  readonly verifiedWeights?: VerifiedFiles;
-  /** Persisted probe figures (the program cache's index): lets a warm start skip the probe. */
-  readonly probeFigures?: ProbeFigureStore;
-  /**
-   * Programs whose measured run takes at most this many microseconds run on the HTTP thread
-   * (inline-runs.ts); 0 keeps every run on the engine. Only engines that can run there too use
-   * it (the threaded CPU engine).
-   */
-  readonly inlineMaxUs?: number;
-}
-
-export interface RegistryHooks extends RuntimeHooks {
-  weightLoad?(model: string, bytes: number, seconds: number): void;
-  weightEvict?(model: string, bytes: number): void;
-  programLoaded?(model: string, program: LoadedProgram): void;
-  budgetResolved?(budget: WeightBudget): void;
-}
-
-interface Slot {
-  readonly name: string;
-  dir: string;
-  current: RuntimeModel | null;
-  state: ModelState;
-  reason: string;
-  /** Serializes loads/unloads of one name. */
-  chain: Promise<void>;
-  /** Fingerprint of the bundle files the last attempt (success or failure) saw. */
-  attempted: string;
-}
-
-export type BudgetCause = "startup" | "load" | "replace" | "remove";
+export type { BudgetCause, RegistryHooks, RegistryOptions } from "./registry-options.ts";
 
 /**
  * The model repository as served: one slot per model name with its current version, its state and
  * the reason it is not READY. Loads run in the background and swap in atomically; the weight
- * budget is re-resolved in place whenever the set of models changes (issue 7).
+ * budget is re-resolved in place whenever the set of models changes.
  */
 export class ModelRegistry implements ModelRegistryView {
   readonly weights: WeightManager;
@@ -104,8 +50,8 @@ export class ModelRegistry implements ModelRegistryView {
   private readonly inlineReplicas: InlineReplicas;
   /** Measurements running beside the requests (shutdown waits for them). */
   private readonly background = new Set<Promise<void>>();
-  /** Serializes the budget checks and swaps of concurrent loads (see doLoad). */
-  private admission: Promise<void> = Promise.resolve();
+  /** Serializes the budget checks and swaps of concurrent loads (see load-version.ts). */
+  private readonly admission = new AdmissionTurn();
   private readonly log: Logger;
 
   constructor(private readonly options: RegistryOptions) {
@@ -289,7 +235,7 @@ export class ModelRegistry implements ModelRegistryView {
     const s = slot;
     return this.enqueue(s, async () => {
       try {
-        await this.doLoad(s, dir, opts.fingerprint);
+        await loadVersion(this.loadHost(), s, dir, opts.fingerprint);
       } catch (err) {
         if (opts.throwOnError) throw err;
       }
@@ -358,10 +304,36 @@ export class ModelRegistry implements ModelRegistryView {
 
   // ---- internals ---------------------------------------------------------------------------
 
+  /** This registry as loadVersion sees it (load-version.ts). */
+  private loadHost(): LoadHost {
+    const r = this;
+    return {
+      options: r.options,
+      repository: r.repository,
+      deviceLock: r.deviceLock,
+      weights: r.weights,
+      scheduler: r.scheduler,
+      scheduling: r.scheduling,
+      weightFit: r.weightFit,
+      inlineReplicas: r.inlineReplicas,
+      admission: r.admission,
+      background: r.background,
+      log: r.log,
+      get starting() {
+        return r.starting;
+      },
+      get draining() {
+        return r.draining;
+      },
+      models: () => r.models(),
+      nextGeneration: () => ++r.generation,
+      budgetExtra: () => r.budgetExtra(),
+      resolveBudget: (cause) => r.resolveBudget(cause),
+    };
+  }
+
   private enqueue(slot: Slot, fn: () => Promise<void>): Promise<void> {
-    const run = slot.chain.then(fn, fn);
-    slot.chain = run.catch(() => {});
-    return run;
+    return enqueueOnSlot(slot, fn);
   }
 
   /** Re-resolves the budget over the current models, in place. */
@@ -394,190 +366,7 @@ export class ModelRegistry implements ModelRegistryView {
   }
 
   private refuse(slot: Slot, reason: string): XlaserveError {
-    const err = new XlaserveError("UNAVAILABLE", reason, { model: slot.name, refused: true });
-    if (slot.current) {
-      slot.state = "READY";
-      slot.reason = `new version refused: ${reason}`;
-    } else {
-      slot.state = "UNAVAILABLE";
-      slot.reason = reason;
-    }
-    this.log.error("model refused", { model: slot.name, reason });
-    return err;
-  }
-
-  private async doLoad(slot: Slot, dir: string, fingerprint?: string): Promise<void> {
-    const name = slot.name;
-    const t0 = performance.now();
-    const fp = fingerprint ?? bundleFingerprint(dir).key;
-    slot.attempted = fp;
-    slot.dir = dir;
-    const old = slot.current;
-    if (!old) {
-      slot.state = "LOADING";
-      slot.reason = "";
-    }
-    const programs = new Map<BundleModule, LoadedProgram>();
-    let model: RuntimeModel | null = null;
-    let releaseAdmission: (() => void) | null = null;
-    const phases = new LoadPhases();
-    try {
-      const verifiedWeights = this.options.verifiedWeights;
-      const bundle = await loadBundle(dir, {
-        repository: this.repository,
-        followLinksOutside: this.options.followLinksOutside ?? false,
-        ...(verifiedWeights ? { verifiedWeights } : {}),
-      });
-      phases.mark("readMs");
-      // A model's programs load together: the PJRT backend loads each on a loader thread of its
-      // own, and loads overlap (bench/results/pjrt-parallel-loads-*). Shared with requests,
-      // exclusive of probes: compile scratch never lands in a probe's peak.
-      const settled = await Promise.allSettled(
-        bundle.modules.map((module) => this.deviceLock.shared(() => this.options.programs(bundle, module))),
-      );
-      // Every program that did load is kept in the map first, so a failure below frees them all.
-      for (const [i, s] of settled.entries()) {
-        if (s.status === "fulfilled") programs.set(bundle.modules[i] as BundleModule, s.value);
-      }
-      const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
-      if (failed) throw failed.reason;
-      for (const program of programs.values()) this.options.hooks?.programLoaded?.(name, program);
-      phases.mark("programsMs");
-      // From here to the swap, one model at a time: each admission sees the models admitted before
-      // it, as when bundles loaded one by one (their reads and program loads still overlap).
-      releaseAdmission = await this.admit();
-      // Views of the bundle's private copy of the file (read, not mapped): nothing on disk can
-      // change them.
-      const hostWeights = bundle.weights.argumentOrder.map((w) => bundle.weights.tensor(w));
-      const weightBytes = hostWeights.reduce((a, t) => a + t.data.byteLength, 0);
-      const residency = this.weightFit.residencyFor(name);
-
-      // Refuse before uploading anything when the weights alone cannot fit the pool. At start the
-      // other models' scratch and pins are not all known yet (loads overlap in any order): only
-      // weights no budget could hold are refused here; settleStartupBudget() decides the rest.
-      const others = this.models().filter((m) => m.name !== name);
-      const pre = this.starting ? this.weightFit.budgetFor([]) : this.weightFit.budgetFor(others);
-      const room = this.weightFit.roomFor(pre, residency, 0);
-      if (weightBytes > room) {
-        throw this.refuse(
-          slot,
-          `weights (${formatBytes(weightBytes)}) exceed the weight pool (${formatBytes(room)}${residency === "pinned" && pre.pinnedBytes > 0 ? " left after pinned models" : ""}; limit ${formatBytes(pre.limitBytes)}, fraction ${pre.fraction}, wiggle ${pre.wiggle}, max scratch ${formatBytes(pre.maxScratchBytes)})`,
-        );
-      }
-
-      model = new RuntimeModel({
-        bundle,
-        backend: this.options.backend,
-        platform: this.options.platform,
-        programs,
-        weights: this.weights,
-        residency,
-        hostWeights,
-        weightBytes,
-        scheduler: this.scheduler,
-        queue: queueOptions(name, this.scheduling, this.options.concurrency, this.options.backend),
-        deviceLock: this.deviceLock,
-        log: this.log.child({ model: name }),
-        hooks: this.options.hooks,
-        generation: ++this.generation,
-        fingerprint: fp,
-        loadMs: 0,
-      });
-      model.budgetInfo = () => this.budgetExtra();
-      phases.mark("programsMs");
-      await model.registerWeights();
-      phases.mark("uploadMs");
-      // Figures an earlier probe of these very programs measured stand in for the probe; else
-      // probe now (rule 5: the peak is reset before each run) and store what it measured.
-      const figures = this.options.probeFigures;
-      const stored = figures ? storedFigures(model, figures) : null;
-      let probe: ProbeResult;
-      if (stored) {
-        probe = model.useStoredFigures(stored);
-        // A reload swaps in warm; at start the warm-up runs once the worker serves (warmUpPending).
-        if (!this.starting) {
-          await model.warmUp();
-          phases.mark("warmUpMs");
-        }
-      } else {
-        probe = await model.runProbe(); // also the warm-up: every program has run once
-        phases.mark("probeMs");
-        if (figures) {
-          try {
-            storeFigures(model, figures);
-          } catch (err) {
-            this.log.warn("probe figures not stored", { model: name, error: asXlaserveError(err).message });
-          }
-        }
-      }
-
-      // Re-check with this model's measured scratch included: admitting it must leave every
-      // model's weights room (its scratch may shrink the pool under a model admitted before).
-      if (!this.starting) {
-        const misfit = this.weightFit.misfits([...others, model])[0];
-        if (misfit) {
-          throw this.refuse(
-            slot,
-            misfit.model === model
-              ? `weights (${formatBytes(weightBytes)}) exceed the weight pool (${formatBytes(misfit.roomBytes)}) once its run scratch (${formatBytes(probe.scratchBytes)}) is counted`
-              : `its run scratch (${formatBytes(probe.scratchBytes)}) would shrink the weight pool to ${formatBytes(misfit.roomBytes)}, too small for the weights of ${misfit.model.name} (${formatBytes(misfit.model.weightBytes)})`,
-          );
-        }
-      }
-
-      if (this.draining) throw new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");
-      const loadMs = performance.now() - t0;
-      model.loadMs = loadMs;
-      // The atomic swap: new requests go to the new version, in-flight ones finish on the old.
-      slot.current = model;
-      slot.state = "READY";
-      slot.reason = "";
-      if (old) {
-        old.retire(model);
-        model.inheritStats(old);
-      }
-      this.log.info(old ? "model reloaded" : "model loaded", loadedLogFields(model, loadMs, phases));
-      if (!this.starting) this.resolveBudget(old ? "replace" : "load");
-      const loaded = model;
-      if ((this.options.inlineMaxUs ?? 0) > 0 && isInlineHost(this.options.backend)) {
-        loaded.onInlineDue = () => this.inlineReplicas.prepare(loaded);
-      }
-      loaded.onRetired = () => this.inlineReplicas.drop(loaded.name, loaded.generation);
-      if (this.options.measureBatchInvariance) this.checkInvariance(loaded);
-      if (old) {
-        void old.drain().then(() => {
-          loaded.foldPredecessor();
-          old.dispose();
-          if (!this.starting && !this.draining) this.weights.enforce();
-        });
-      }
-    } catch (err) {
-      if (model) {
-        await model.drain();
-        model.dispose();
-      } else {
-        for (const p of programs.values()) p.executable.dispose();
-      }
-      const e = asXlaserveError(err);
-      if (e.details.refused !== true) {
-        if (old) {
-          slot.state = "READY";
-          slot.reason = `reload failed, still serving the previous version: ${e.code}: ${e.message}`;
-        } else {
-          slot.state = "UNAVAILABLE";
-          slot.reason = `${e.code}: ${e.message}`;
-        }
-        this.log.error(old ? "model reload failed" : "model load failed", {
-          model: name,
-          code: e.code,
-          error: e.message,
-          serving: old ? "previous version" : "nothing",
-        });
-      }
-      throw e;
-    } finally {
-      releaseAdmission?.();
-    }
+    return refuseSlot(slot, reason, this.log);
   }
 
   /** The worker's other HTTP threads, which run the models that qualify themselves (inline-replicas.ts). */
@@ -589,45 +378,6 @@ export class ModelRegistry implements ModelRegistryView {
   addReplicaStats(name: string, generation: number, stats: ModelStats): void {
     const current = this.slots.get(name)?.current;
     if (current && current.generation === generation) current.addReplicaStats(stats);
-  }
-
-  /**
-   * Whether coalescing changes the model's answers, measured beside the requests once it serves
-   * and logged ("batch invariance"), so operators turn coalescing on knowing what it costs.
-   */
-  private checkInvariance(model: RuntimeModel): void {
-    const job = model
-      .checkBatchInvariance()
-      .then((report) => {
-        if (!report) return;
-        this.log.info("batch invariance", {
-          model: model.name,
-          invariant: report.invariant,
-          // The largest difference is what a person weighs coalescing by; each check in detail.
-          maxAbsDiff: Math.max(0, ...report.checks.map((c) => c.maxAbsDiff)),
-          coalescing: this.options.concurrency.dynamicBatching ?? false,
-          detail: { rows: report.rows, checks: report.checks, ms: report.ms },
-        });
-      })
-      .catch((err) => {
-        if (!model.isRetired()) {
-          this.log.warn("batch invariance not measured", { model: model.name, error: asXlaserveError(err).message });
-        }
-      })
-      .finally(() => this.background.delete(job));
-    this.background.add(job);
-  }
-
-  /** Waits for the admission turn; call the returned function to pass it on. */
-  private async admit(): Promise<() => void> {
-    let release = () => {};
-    const turn = new Promise<void>((r) => {
-      release = r;
-    });
-    const before = this.admission;
-    this.admission = before.then(() => turn);
-    await before;
-    return release;
   }
 
   private async doUnload(slot: Slot, why: string): Promise<void> {
