@@ -10,56 +10,22 @@ import { basePlacement } from "../placement/base-placement.ts";
 import { ProgramPlacements } from "../placement/program-placements.ts";
 import type { DeviceLock } from "../scheduler/device-lock.ts";
 import type { DeviceScheduler } from "../scheduler/device-scheduler.ts";
-import type { ModelQueue, QueueFigures, QueuePolicy } from "../scheduler/model-queue.ts";
+import type { ModelQueue, QueueFigures } from "../scheduler/model-queue.ts";
 import { type BatchInvariance, measureBatchInvariance } from "./batch-invariance.ts";
-import { type BatchItem, type BatchPlan, planBatch } from "./batch-plan.ts";
+import { BatchExecution, type GroupItem } from "./batch-execution.ts";
 import { INLINE_MAX_WEIGHT_BYTES, prepareInlineRuns } from "./inline-prep.ts";
 import { ModelPrograms } from "./model-programs.ts";
 import { type ProbeResult, type ProbedProgram, resultOf, runProbe, warmUp } from "./probe.ts";
 import type { LoadedProgram, ProgramRecord, ProgramTarget } from "./program-types.ts";
 import { buildReplicaSpec } from "./replica-spec.ts";
-import { RecentWaits, addStats, copyStats, countPart, zeroStats } from "./stats.ts";
+import { RecentWaits, addStats, copyStats, zeroStats } from "./stats.ts";
+import type { RuntimeHooks, RuntimeModelOptions } from "./runtime-options.ts";
 
 export type { CacheOutcome, LoadedProgram, ProgramRecord, ProgramSource } from "./program-types.ts";
 export type { ProbeResult, ProbedProgram } from "./probe.ts";
 export { INLINE_MAX_WEIGHT_BYTES } from "./inline-prep.ts";
 export { REPLICA_MAX_FACTOR } from "./replica-spec.ts";
-
-/** Hooks the runtime reports through (the worker binds them to the server's Metrics). */
-export interface RuntimeHooks {
-  computeSeconds?(model: string, seconds: number): void;
-}
-
-/** How the model's queue is served, less what the model knows itself (whether it can coalesce). */
-export type ModelQueueOptions = Omit<QueuePolicy, "compiledBatchSizes" | "coalesce"> & {
-  /** Coalesce queued requests into one execution where every input and output has a batch axis. */
-  readonly coalesce: boolean;
-  /** Executions in flight at once when it does coalesce. */
-  readonly coalescedInFlight: number;
-};
-
-export interface RuntimeModelOptions {
-  readonly bundle: Bundle;
-  readonly backend: AbstractBackend;
-  readonly platform: string;
-  readonly programs: ReadonlyMap<BundleModule, LoadedProgram>;
-  readonly weights: WeightManager;
-  readonly residency: Residency;
-  readonly hostWeights: readonly HostTensor[];
-  readonly weightBytes: number;
-  readonly scheduler: DeviceScheduler;
-  readonly queue: ModelQueueOptions;
-  readonly deviceLock: DeviceLock;
-  readonly log: Logger;
-  readonly hooks?: RuntimeHooks;
-  readonly generation: number;
-  readonly fingerprint: string;
-  readonly loadMs: number;
-}
-
-interface GroupItem extends BatchItem {
-  readonly t0: number;
-}
+export type { ModelQueueOptions, RuntimeHooks, RuntimeModelOptions } from "./runtime-options.ts";
 
 let nextOwnerId = 0;
 
@@ -102,6 +68,8 @@ export class RuntimeModel implements ServedModel {
   budgetInfo: () => Record<string, unknown> = () => ({});
 
   private readonly placements: ProgramPlacements;
+  /** Runs what the scheduler dispatches (batch-execution.ts). */
+  private readonly execution: BatchExecution;
   /** This version's queue on the device's scheduler. */
   private readonly queue: ModelQueue<GroupItem, Map<string, HostTensor>>;
   private readonly scheduler: DeviceScheduler;
@@ -161,7 +129,7 @@ export class RuntimeModel implements ServedModel {
         coalesce,
         maxInFlight: coalesce ? options.queue.coalescedInFlight : options.queue.maxInFlight,
       },
-      (variant, items, size, started) => this.runBatch(variant, items, size, started),
+      (variant, items, size, started) => this.execution.run(variant, items, size, started),
     );
     this.deviceLock = options.deviceLock;
     this.log = options.log;
@@ -170,6 +138,17 @@ export class RuntimeModel implements ServedModel {
     this.fingerprint = options.fingerprint;
     this.loadMs = options.loadMs;
     this.ownerId = `${this.name}#${options.generation}.${nextOwnerId++}`;
+    this.execution = new BatchExecution({
+      programs: this.programs,
+      placements: this.placements,
+      weights: this.weights,
+      ownerId: this.ownerId,
+      deviceLock: this.deviceLock,
+      counters: this.counters,
+      queueWaits: this.queueWaits,
+      hooks: this.hooks,
+      name: () => this.name,
+    });
   }
 
   /** Changes only through an in-place rename (the bundle folder was renamed). */
@@ -318,97 +297,12 @@ export class RuntimeModel implements ServedModel {
     }
   }
 
-  /** One execution the scheduler dispatched: the requests joined at `size` (batch-plan.ts). */
-  private runBatch(
-    variant: number | null,
-    items: readonly GroupItem[],
-    size: number | undefined,
-    started: () => void,
-  ): Map<string, HostTensor>[] | Promise<Map<string, HostTensor>[]> {
-    const now = performance.now();
-    for (const i of items) {
-      const ms = now - i.t0;
-      this.counters.queue.count++;
-      this.counters.queue.ns += Math.round(ms * 1e6);
-      this.queueWaits.add(ms / 1000);
-    }
-    const plan = planBatch(this.programs, this.name, variant, items, size);
-    return this.runInlineNow(plan) ?? this.runLocked(plan, started);
-  }
-
   private countSuccess(batch: number, t0: number): void {
     const c = this.counters;
     c.inferenceCount += batch;
     c.lastInference = Date.now();
     c.success.count++;
     c.success.ns += nsSince(t0);
-  }
-
-  /**
-   * The plan's run now, on this thread, when its program runs inline and the weights are
-   * resident; null otherwise (runLocked then). No device lock: the run touches only this
-   * thread's engine, whose memory no probe measures.
-   */
-  private runInlineNow(plan: BatchPlan): Map<string, HostTensor>[] | null {
-    const placement = this.placements.of(plan.program.executable);
-    if (placement.where !== "inline") return null;
-    const lease = this.weights.leaseIfResident(this.ownerId);
-    if (!lease) return null;
-    try {
-      const tIn = performance.now();
-      const prepared = plan.inputsFor();
-      const tRun = performance.now();
-      const results = placement.runNow(prepared);
-      return this.splitTimed(plan, results, tIn, tRun);
-    } finally {
-      lease.release();
-    }
-  }
-
-  /** The plan's run under the device lock, with its weights leased (loaded first when evicted). */
-  private runLocked(plan: BatchPlan, started: () => void): Promise<Map<string, HostTensor>[]> {
-    return this.deviceLock.shared(async () => {
-      const tIn = performance.now();
-      const lease = await this.weights.acquire(this.ownerId);
-      started();
-      try {
-        const executable = plan.program.executable;
-        const placement = this.placements.of(executable);
-        const prepared = plan.inputsFor();
-        const tRun = performance.now();
-        // An inline program whose weights had to be loaded first: the run itself is inline.
-        const results =
-          placement.where === "inline"
-            ? placement.runNow(prepared)
-            : await placement.run(executable, prepared, lease.buffers);
-        return this.splitTimed(plan, results, tIn, tRun);
-      } finally {
-        lease.release();
-      }
-    });
-  }
-
-  /**
-   * Splits the results back per request and counts the execution: inputs prepared from `tIn`
-   * (the lease included), the run from `tRun` until now, then the split.
-   */
-  private splitTimed(
-    plan: BatchPlan,
-    results: readonly HostTensor[],
-    tIn: number,
-    tRun: number,
-  ): Map<string, HostTensor>[] {
-    const tOut = performance.now();
-    const out = plan.split(results);
-    const inputNs = Math.round((tRun - tIn) * 1e6);
-    const inferNs = Math.round((tOut - tRun) * 1e6);
-    const outputNs = nsSince(tOut);
-    countPart(this.counters, "computeInput", inputNs, plan.rows);
-    countPart(this.counters, "computeInfer", inferNs, plan.rows);
-    countPart(this.counters, "computeOutput", outputNs, plan.rows);
-    this.counters.executionCount++;
-    this.hooks.computeSeconds?.(this.name, inferNs / 1e9);
-    return out;
   }
 
   /** The memory probe (probe.ts); doubles as the warm-up. */
