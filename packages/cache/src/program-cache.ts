@@ -137,7 +137,9 @@ export class ProgramCache {
    * Returns the module's program: loaded from the cache when a valid entry exists (a hit),
    * otherwise compiled, stored, and returned as compiled (a miss; "recompiled" when a stored
    * entry was bad and was removed). Bad entries never load and never throw: they are reported
-   * through onWarning. Compile errors do throw (COMPILE_FAILED).
+   * through onWarning. Compile errors do throw (COMPILE_FAILED). A later start loads the stored
+   * executable, never a recompile of the module, so the program's answers stay the same bytes
+   * across restarts (ARCHITECTURE rule 6).
    */
   async getOrCompile(args: GetOrCompileArgs): Promise<GetOrCompileResult> {
     this.#assertOpen();
