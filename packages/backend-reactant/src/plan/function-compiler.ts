@@ -10,7 +10,7 @@ import { handOverSlots, markDyingOperands, markMovedOperands, movableInputs, use
 import type { Program } from "./program.ts";
 import { Scope } from "./scope.ts";
 import { extraRegions, markSortedPrefixes } from "./sort-plans.ts";
-import type { Block, Step } from "./types.ts";
+import type { Block, KernelTools, Step } from "./types.ts";
 
 const NO_BLOCKS: Block[] = Object.freeze([]) as unknown as Block[];
 
@@ -29,6 +29,8 @@ export class FunctionCompiler {
   private readonly owners = new SlotOwners();
   private readonly useCount = new SlotNumbers();
   private readonly lastUse = new SlotNumbers();
+  /** The tools of every op without regions (most of them), made once. */
+  private readonly noRegions: KernelTools;
 
   constructor(
     private readonly program: Program,
@@ -36,6 +38,7 @@ export class FunctionCompiler {
   ) {
     this.fuse = program.options.fuse !== false;
     this.folder = new ConstantFolder(program.options.fold !== false);
+    this.noRegions = { regions: NO_BLOCKS, program };
   }
 
   compile(): CompiledFunction {
@@ -104,7 +107,7 @@ export class FunctionCompiler {
         for (const r of regions) for (const c of r.captures) uses.push(scope.nestedUse(c));
       }
       if (isEffectful(name)) this.pure = false;
-      const kernel = buildKernel(op, { regions, program: this.program });
+      const kernel = buildKernel(op, regions.length === 0 ? this.noRegions : { regions, program: this.program });
       const outputs = new Array<number>(op.results.length);
       for (let i = 0; i < outputs.length; i++) outputs[i] = scope.define(op.results[i] as string, this.slots++);
       if (this.folder.tryFold(op, kernel, inputs, regions, outputs)) continue;

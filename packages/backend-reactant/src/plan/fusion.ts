@@ -56,20 +56,29 @@ export function isFusible(op: Op): boolean {
  * Rewrites a block's steps: fusible trees become single steps. `useCount` counts every use of
  * a slot in the block (step inputs, region captures, block results).
  */
+/** Per slot, the index of the step that makes it (-1: none; a block argument or an outer value). */
+function producers(steps: Step[]): Int32Array {
+  let top = -1;
+  for (const s of steps) for (const o of s.outputs) if (o > top) top = o;
+  const out = new Int32Array(top + 1).fill(-1);
+  for (let i = 0; i < steps.length; i++) for (const o of (steps[i] as Step).outputs) out[o] = i;
+  return out;
+}
+
 export function fuseSteps(
   steps: Step[],
   uses: number[][],
   useCount: { get(slot: number): number | undefined },
 ): { steps: Step[]; uses: number[][] } {
-  const producer = new Map<number, number>();
-  steps.forEach((s, i) => {
-    for (const o of s.outputs) producer.set(o, i);
-  });
-  const absorbed = new Set<number>();
-  const replaced = new Map<number, { step: Step; uses: number[] }>();
+  const producer = producers(steps);
+  // Per step index: 1 once absorbed into a tree, and the fused step that replaces a tree's root.
+  const absorbed = new Uint8Array(steps.length);
+  const replaced: ({ step: Step; uses: number[] } | undefined)[] = new Array(steps.length);
+  // Per step index, 1 + the index of the root of the tree it joined.
+  const memberOf = new Int32Array(steps.length);
   for (let i = steps.length - 1; i >= 0; i--) {
     const root = steps[i] as Step;
-    if (absorbed.has(i) || !isFusible(root.op)) continue;
+    if (absorbed[i] || !isFusible(root.op)) continue;
     const leaves: number[] = [];
     const members: Step[] = [];
     const memberIndices: number[] = [];
@@ -79,25 +88,26 @@ export function fuseSteps(
       memberIndices.push(index);
       size++;
       const children = step.inputs.map((slot): Node => {
-        const p = producer.get(slot);
-        const ps = p === undefined ? undefined : steps[p];
-        if (ps && p !== undefined && !absorbed.has(p) && useCount.get(slot) === 1) {
+        const p = producer[slot] ?? -1;
+        const ps = p < 0 ? undefined : steps[p];
+        if (ps && !absorbed[p] && useCount.get(slot) === 1) {
           if (isFusible(ps.op)) {
-            absorbed.add(p);
+            absorbed[p] = 1;
             return build(ps, p);
           }
           const slice = sliceNode(ps.op, leaves.length);
           if (slice) {
             // Read through the slice's offset and strides instead of copying it out first (the
             // gates of an LSTM cell are slices of one matmul's output).
-            absorbed.add(p);
+            absorbed[p] = 1;
             members.push(ps);
+            memberIndices.push(p);
             size++;
             leaves.push(ps.inputs[0] as number);
             return slice;
           }
           if (ps.op.name === "stablehlo.broadcast_in_dim") {
-            absorbed.add(p);
+            absorbed[p] = 1;
             members.push(ps);
             memberIndices.push(p);
             size++;
@@ -105,11 +115,11 @@ export function fuseSteps(
             let dims = broadcastDims(ps.op);
             // A broadcast of a broadcast (JAX writes [C] -> [1,1,1,C] -> [N,H,W,C]) reads the
             // first one's operand directly, so the small middle array is not made at run time.
-            const q = producer.get(source);
-            const qs = q === undefined ? undefined : steps[q];
-            if (qs && q !== undefined && !absorbed.has(q) && useCount.get(source) === 1) {
+            const q = producer[source] ?? -1;
+            const qs = q < 0 ? undefined : steps[q];
+            if (qs && !absorbed[q] && useCount.get(source) === 1) {
               if (qs.op.name === "stablehlo.broadcast_in_dim") {
-                absorbed.add(q);
+                absorbed[q] = 1;
                 members.push(qs);
                 memberIndices.push(q);
                 size++;
@@ -131,21 +141,26 @@ export function fuseSteps(
     if (size < 2) continue;
     members.reverse(); // producers first, for the fallback path
     const kernel = fusedKernel(tree, root.op, members, leaves);
-    const fusedUses = new Set<number>(leaves);
-    const made = new Set<number>();
-    for (const m of members) for (const o of m.outputs) made.add(o);
+    // The fused step reads its leaves and whatever its members read that no member makes. Trees
+    // are small: arrays searched linearly beat sets here.
+    for (const k of memberIndices) memberOf[k] = i + 1;
+    const fusedUses: number[] = [];
+    for (const l of leaves) if (!fusedUses.includes(l)) fusedUses.push(l);
     for (let j = memberIndices.length - 1; j >= 0; j--)
-      for (const u of uses[memberIndices[j] as number] ?? []) if (!made.has(u)) fusedUses.add(u);
-    replaced.set(i, {
+      for (const u of uses[memberIndices[j] as number] ?? []) {
+        const made = u < producer.length && memberOf[producer[u] as number] === i + 1;
+        if (!made && !fusedUses.includes(u)) fusedUses.push(u);
+      }
+    replaced[i] = {
       step: { op: root.op, label: "fused elementwise", inputs: leaves, outputs: root.outputs, kernel, frees: [] },
-      uses: [...fusedUses],
-    });
+      uses: fusedUses,
+    };
   }
   const outSteps: Step[] = [];
   const outUses: number[][] = [];
   steps.forEach((s, i) => {
-    if (absorbed.has(i)) return;
-    const r = replaced.get(i);
+    if (absorbed[i]) return;
+    const r = replaced[i];
     outSteps.push(r ? r.step : s);
     outUses.push(r ? r.uses : (uses[i] as number[]));
   });

@@ -117,7 +117,7 @@ export function readBuiltinAttr(r: ByteReader, t: AttrTypeTable): RawAttr {
 function readString(r: ByteReader, t: AttrTypeTable): string {
   const at = r.pos;
   const index = r.varint("a string index");
-  const s = t.container.strings[index];
+  const s = t.container.strings.at(index);
   if (s === undefined) throw r.fail(`a string index below ${t.container.strings.length}, found ${index}`, at);
   return s;
 }

@@ -62,7 +62,7 @@ export interface Container {
   readonly origin: string;
   readonly version: number;
   readonly producer: string;
-  readonly strings: string[];
+  readonly strings: StringTable;
   readonly dialects: Dialect[];
   readonly opNames: OpName[];
   readonly sections: (ByteReader | null)[];
@@ -127,32 +127,64 @@ export function readSection(r: ByteReader): { id: number; data: ByteReader } {
   return { id, data: r.sub(length, `the ${SECTION_NAMES[id] ?? "unknown"} section's data`) };
 }
 
+/**
+ * The string section, decoded on first use: most strings name debug locations, which the program
+ * model never reads. Sizes and terminators are all checked when the section is read.
+ */
+export class StringTable {
+  private readonly decoded: (string | undefined)[];
+
+  constructor(
+    private readonly bytes: Uint8Array,
+    /** Start offset of each string, and one past the last one's NUL. */
+    private readonly starts: Int32Array,
+  ) {
+    this.decoded = new Array(starts.length - 1);
+  }
+
+  get length(): number {
+    return this.starts.length - 1;
+  }
+
+  /** The string at `index`, or undefined past the end. */
+  at(index: number): string | undefined {
+    if (!(index >= 0 && index < this.length)) return undefined;
+    let s = this.decoded[index];
+    if (s === undefined) {
+      s = decodeUtf8(this.bytes, this.starts[index] as number, (this.starts[index + 1] as number) - 1);
+      this.decoded[index] = s;
+    }
+    return s;
+  }
+}
+
 /** Strings: a count, their sizes (NUL included) in reverse order, then the data in order. */
-function readStrings(section: ByteReader): string[] {
+function readStrings(section: ByteReader): StringTable {
   const r = new ByteReader(section.bytes, section.origin, section.pos, section.end);
   const count = r.count("the number of strings");
   const sizes = new Array<number>(count);
   for (let i = count - 1; i >= 0; i--) sizes[i] = r.varint("a string size");
-  const strings = new Array<string>(count);
+  const starts = new Int32Array(count + 1);
   let at = r.pos;
   for (let i = 0; i < count; i++) {
     const size = sizes[i] as number;
     if (size < 1 || at + size > r.end) throw r.fail(`string ${i} of ${size} bytes inside the string section`, at);
     if (r.bytes[at + size - 1] !== 0) throw r.fail(`string ${i} ending in a NUL byte`, at + size - 1);
-    strings[i] = decodeUtf8(r.bytes, at, at + size - 1);
+    starts[i] = at;
     at += size;
   }
+  starts[count] = at;
   if (at !== r.end) throw r.fail("the string data to end with the section", at);
-  return strings;
+  return new StringTable(r.bytes, starts);
 }
 
-function stringAt(r: ByteReader, strings: string[], index: number, what: string, at: number): string {
-  const s = strings[index];
+function stringAt(r: ByteReader, strings: StringTable, index: number, what: string, at: number): string {
+  const s = strings.at(index);
   if (s === undefined) throw r.fail(`${what}: a string index below ${strings.length}, found ${index}`, at);
   return s;
 }
 
-function readDialects(section: ByteReader, strings: string[], version: number) {
+function readDialects(section: ByteReader, strings: StringTable, version: number) {
   const r = new ByteReader(section.bytes, section.origin, section.pos, section.end);
   const count = r.count("the number of dialects");
   const dialects: Dialect[] = [];

@@ -11,8 +11,8 @@ export interface RawOp {
   readonly offset: number;
   /** The attribute dictionary (all attributes before format 5; discardable ones after). */
   readonly attrs: [string, RawAttr][];
-  /** Properties: a reader over the op's property blob (decoded by the dialect layer). */
-  readonly properties: ByteReader | null;
+  /** Properties: the op's property blob (decoded by the dialect layer). */
+  readonly properties: PropertyBlob | null;
   /**
    * The blob's index in the properties section, or -1. Writers store each distinct blob once,
    * so ops with the same index have the same inherent attributes.
@@ -34,6 +34,20 @@ export interface RawBlock {
 
 export interface RawRegion {
   readonly blocks: RawBlock[];
+}
+
+/** Where an op's property blob lies; each `reader()` is a fresh cursor over it. */
+export class PropertyBlob {
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly origin: string,
+    readonly start: number,
+    readonly end: number,
+  ) {}
+
+  reader(): ByteReader {
+    return new ByteReader(this.bytes, this.origin, this.start, this.end);
+  }
 }
 
 const MASK = {
@@ -66,6 +80,7 @@ interface Scope {
  */
 export class IrReader {
   private nextName = 0;
+  private readonly blobs: (PropertyBlob | undefined)[] = [];
   private readonly valueLimit: number;
 
   constructor(
@@ -90,6 +105,19 @@ export class IrReader {
     return ops;
   }
 
+  /** Property blob `index`, located once: ops with the same inherent attributes share one. */
+  private blob(r: ByteReader, index: number, at: number): PropertyBlob {
+    const start = this.c.properties[index];
+    if (start === undefined) throw r.fail(`a properties index below ${this.c.properties.length}, found ${index}`, at);
+    const section = this.c.sections[SECTION.properties] as ByteReader;
+    const cursor = new ByteReader(section.bytes, section.origin, start, section.end);
+    const size = cursor.varint("a property blob size");
+    const data = cursor.sub(size, "a property blob");
+    const blob = new PropertyBlob(data.bytes, data.origin, data.pos, data.end);
+    this.blobs[index] = blob;
+    return blob;
+  }
+
   private newScope(): Scope {
     return { size: 0, names: [], types: [] };
   }
@@ -110,20 +138,14 @@ export class IrReader {
       if (dict.k !== "dict") throw r.fail(`a dictionary of attributes for ${opName.name}`, at);
       attrs = dict.entries;
     }
-    let properties: ByteReader | null = null;
+    let properties: PropertyBlob | null = null;
     let propertiesIndex = -1;
     if (mask & MASK.properties) {
       const at = r.pos;
       if (opName.registered === null) throw r.fail("no properties before bytecode format 5", at);
       if (opName.registered) {
         const index = r.varint("a properties index");
-        const start = this.c.properties[index];
-        if (start === undefined)
-          throw r.fail(`a properties index below ${this.c.properties.length}, found ${index}`, at);
-        const section = this.c.sections[SECTION.properties] as ByteReader;
-        const blob = new ByteReader(section.bytes, section.origin, start, section.end);
-        const size = blob.varint("a property blob size");
-        properties = blob.sub(size, "a property blob");
+        properties = this.blobs[index] ?? this.blob(r, index, at);
         propertiesIndex = index;
       } else {
         const dict = this.table.attr(r, "an unregistered operation's properties");
@@ -156,7 +178,8 @@ export class IrReader {
       [regionCount, isolated] = r.varintFlag("the number of regions");
       if (regionCount > r.remaining) throw r.fail(`at most ${r.remaining} regions`);
     }
-    const results = resultTypes.map((t) => this.define(r, region, t));
+    const results = new Array<string>(resultTypes.length);
+    for (let i = 0; i < results.length; i++) results[i] = this.define(r, region, resultTypes[i] as RawType);
     const regions: RawRegion[] = [];
     if (regionCount > 0) {
       let rr = r;

@@ -152,7 +152,7 @@ function integerV1Width(type: RawType): number | null {
 function readStringIndex(r: ByteReader, t: AttrTypeTable): string {
   const at = r.pos;
   const index = r.varint("a string index");
-  const s = t.container.strings[index];
+  const s = t.container.strings.at(index);
   if (s === undefined) throw r.fail(`a string index below ${t.container.strings.length}, found ${index}`, at);
   return s;
 }

@@ -35,7 +35,7 @@ function moduleName(op: RawOp, table: AttrTypeTable): string | null {
   if (fromDict?.k === "string") return fromDict.value;
   if (op.properties) {
     // builtin.module's properties: sym_name and sym_visibility, both optional.
-    const r = op.properties;
+    const r = op.properties.reader();
     const [index, present] = r.varintFlag("builtin.module's sym_name");
     if (present) {
       const a = table.attrAt(index, r, r.pos);
@@ -111,7 +111,7 @@ class Converter {
       const short = op.name.slice("vhlo.".length);
       const names = propertyNames(short);
       if (!names) throw this.fail(op, "no properties on an op without attributes");
-      const r: ByteReader = op.properties;
+      const r: ByteReader = op.properties.reader();
       const blob = { pos: r.pos };
       for (const name of names) out.set(name, this.table.attr(r, `${op.name}'s ${name}`));
       if (!r.atEnd()) throw r.fail(`${op.name}'s properties to end after its ${names.length} attributes`, blob.pos);
@@ -155,7 +155,7 @@ class Converter {
       return { name: sym.value, isPublic, args, resultTypes, body: [] };
     }
     const args = this.blockArgs(block.args);
-    return { name: sym.value, isPublic, args, resultTypes, body: block.ops.map((o) => this.op(o, true)) };
+    return { name: sym.value, isPublic, args, resultTypes, body: this.ops(block.ops, true) };
   }
 
   private blockArgs(args: RawRegion["blocks"][number]["args"]): BlockArg[] {
@@ -166,17 +166,30 @@ class Converter {
     if (region.blocks.length > 1) throw this.fail(op, "regions of one block (StableHLO has no control flow graphs)");
     const block = region.blocks[0];
     if (!block) return { args: [], ops: [] };
-    return { args: this.blockArgs(block.args), ops: block.ops.map((o) => this.op(o, false)) };
+    return { args: this.blockArgs(block.args), ops: this.ops(block.ops, false) };
+  }
+
+  // Loops rather than map() with a callback: this runs once per op and per operand.
+  private ops(raw: RawOp[], inFunc: boolean): Op[] {
+    const out = new Array<Op>(raw.length);
+    for (let i = 0; i < raw.length; i++) out[i] = this.op(raw[i] as RawOp, inFunc);
+    return out;
+  }
+
+  private types(raw: RawType[]): ValueType[] {
+    const out = new Array<ValueType>(raw.length);
+    for (let i = 0; i < raw.length; i++) out[i] = this.type(raw[i] as RawType);
+    return out;
   }
 
   private op(op: RawOp, inFunc: boolean): Op {
     const kind = this.kind(op);
     const name = kind.isReturn ? (inFunc ? "func.return" : "stablehlo.return") : kind.stablehlo;
     const attrs = op.attrs.length > 0 || op.properties !== null ? this.attributes(op, kind) : NO_ATTRIBUTES;
-    const operandTypes = op.operandTypes.map((t) => this.type(t));
+    const operandTypes = this.types(op.operandTypes);
     // A return's types are its operands' (`func.return %0 : tensor<f32>`), as the text parser has them.
-    const resultTypes = kind.isReturn ? operandTypes : op.resultTypes.map((t) => this.type(t));
-    const regions = op.regions.map((r) => this.region(op, r));
+    const resultTypes = kind.isReturn ? operandTypes : this.types(op.resultTypes);
+    const regions = op.regions.length === 0 ? [] : op.regions.map((r) => this.region(op, r));
     return {
       name,
       results: op.results,
