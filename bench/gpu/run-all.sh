@@ -354,12 +354,20 @@ for phase in "${ordered[@]}"; do
         run_step http-threads$t 120 bun bench/http.bench.ts --engine reactant --http-threads $t --wrk-threads 4 \
           --connections 64 --duration 5 --results-dir "$RES"
       done
-      run_step http-pjrt 120 bun bench/http.bench.ts --engine pjrt --results-dir "$RES"
+      if [ -n "${XLASERVE_PJRT_PLUGIN:-}" ]; then
+        run_step http-pjrt 120 bun bench/http.bench.ts --engine pjrt --results-dir "$RES"
+      else
+        echo "http-pjrt: skipped, no PJRT plugin on this host (setup found none)"
+      fi
       ;;
     grpc)
       # gRPC on this host's cores: the CPU engine, then the MLP on the GPU through PJRT.
       run_step grpc 240 bun bench/grpc.bench.ts --engine reactant --results-dir "$RES"
-      run_step grpc-pjrt 240 bun bench/grpc.bench.ts --engine pjrt --results-dir "$RES"
+      if [ -n "${XLASERVE_PJRT_PLUGIN:-}" ]; then
+        run_step grpc-pjrt 240 bun bench/grpc.bench.ts --engine pjrt --results-dir "$RES"
+      else
+        echo "grpc-pjrt: skipped, no PJRT plugin on this host (setup found none)"
+      fi
       ;;
     scheduler)
       # PJRT first (the figure the goal is about), with the exported MLP and ResNet-50; then the

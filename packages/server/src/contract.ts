@@ -73,10 +73,19 @@ export interface ServedModel {
   queueWaitQuantiles?(): { readonly p50: number; readonly p99: number };
 }
 
+/**
+ * Whether the client has given a request up: only ever read, when a queued run is about to be
+ * taken (an AbortSignal is one; gRPC passes a view of its call's own flag instead, which costs
+ * no controller and no listener per request).
+ */
+export interface CancelFlag {
+  readonly aborted: boolean;
+}
+
 export interface InferRequest {
   readonly id?: string;
   readonly inputs: ReadonlyMap<string, HostTensor>;
-  readonly signal?: AbortSignal;
+  readonly signal?: CancelFlag;
   /**
    * performance.now() past which the request is dropped before it runs (DEADLINE_EXCEEDED):
    * the request's `timeout` parameter, or the transport's deadline (gRPC), whichever is sooner.

@@ -1,3 +1,5 @@
+import type { CancelFlag } from "@xlaserve/server/contract.ts";
+
 /** One request waiting in its model's queue. */
 export interface QueuedRequest<P, R> {
   /** The input-shape variant it runs (requests of different variants never share an execution). */
@@ -12,7 +14,7 @@ export interface QueuedRequest<P, R> {
   readonly enqueuedAt: number;
   /** performance.now() past which it is dropped with DEADLINE_EXCEEDED instead of run. */
   readonly deadline: number | undefined;
-  readonly signal: AbortSignal | undefined;
+  readonly signal: CancelFlag | undefined;
   readonly payload: P;
   resolve(result: R): void;
   reject(error: unknown): void;
@@ -29,6 +31,6 @@ export interface Submission<P> {
   /** 0 or absent: the scheduler's default level. */
   readonly priority?: number;
   readonly deadline?: number;
-  readonly signal?: AbortSignal;
+  readonly signal?: CancelFlag;
   readonly payload: P;
 }

@@ -1,6 +1,6 @@
 import type { HostTensor, Logger } from "@xlaserve/core";
 import { XlaserveError, asXlaserveError } from "@xlaserve/core";
-import type { ModelRegistryView, ServedModel } from "../contract.ts";
+import type { CancelFlag, ModelRegistryView, ServedModel } from "../contract.ts";
 import { findModel } from "../metadata/service.ts";
 import { CLIENT_CLOSED, HttpError, clientClosed, errorResponse, statusForCode } from "../http-error.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -48,7 +48,7 @@ export interface InferCall<R> {
    */
   readonly picked?: ServedModel;
   /** Aborted when the client goes away or its deadline passes: a queued run is then dropped. */
-  readonly signal?: AbortSignal;
+  readonly signal?: CancelFlag;
   /** performance.now() past which the request is refused before it runs (DEADLINE_EXCEEDED). */
   readonly deadline?: number;
   /** Reads what the transport must read before the model is known (the gRPC message). */

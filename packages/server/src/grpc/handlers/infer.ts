@@ -1,5 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { ServerDuplexStream, ServerUnaryCall, ServiceError, sendUnaryData } from "@grpc/grpc-js";
+import type { CancelFlag } from "../../contract.ts";
 import type { InferCall, InferService } from "../../infer/service.ts";
 import { decodeGrpcInfer } from "../decode-infer.ts";
 import { decodeMessage } from "../definition.ts";
@@ -51,7 +52,7 @@ function cancelSignal(call: Cancellable): { signal: AbortSignal; answered(): voi
 function inferCall(
   infer: InferService,
   bytes: Uint8Array,
-  signal: AbortSignal,
+  signal: CancelFlag,
   deadline: number | undefined,
   wrapField = 0,
 ): InferCall<Answer> {
@@ -79,12 +80,21 @@ function inferCall(
   return call;
 }
 
+/**
+ * A unary call's own `cancelled` flag, which grpc-js sets before it emits "cancelled", read as
+ * the request's cancel flag: no controller and no listener per request.
+ */
+export class UnaryCancelled implements CancelFlag {
+  constructor(private readonly call: { readonly cancelled: boolean }) {}
+  get aborted(): boolean {
+    return this.call.cancelled;
+  }
+}
+
 export function modelInferHandler(infer: InferService) {
   return (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
     const deadline = deadlineOf(call);
-    const cancel = cancelSignal(call);
-    void infer.execute(inferCall(infer, call.request, cancel.signal, deadline)).then((answer) => {
-      cancel.answered();
+    void infer.execute(inferCall(infer, call.request, new UnaryCancelled(call), deadline)).then((answer) => {
       if (answer.error) callback(answer.error);
       else callback(null, answer.response);
     });
