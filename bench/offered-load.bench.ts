@@ -100,7 +100,8 @@ async function targetOf(dir: string, name: string): Promise<Target> {
     );
     const bytes = new Uint8Array(header.byteLength + n * 4);
     bytes.set(header);
-    new Float32Array(bytes.buffer, header.byteLength, n).set(data);
+    // The header's length is arbitrary: the floats start unaligned, so they are copied as bytes.
+    bytes.set(new Uint8Array(Float32Array.from(data).buffer), header.byteLength);
     return {
       bytes,
       headers: {

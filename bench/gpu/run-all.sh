@@ -370,17 +370,20 @@ for phase in "${ordered[@]}"; do
       fi
       ;;
     scheduler)
-      # PJRT first (the figure the goal is about), with the exported MLP and ResNet-50; then the
-      # CPU engine on the examples. 64 clients: one fetch loop per client in one process.
+      # PJRT first (the figure the goal is about), with the exported MLP and ResNet-50, inputs and
+      # outputs as binary tensor data (a ResNet-50 input as JSON numbers costs the HTTP thread more
+      # than the GPU's run); then the CPU engine on the examples. 64 clients: one fetch loop per
+      # client in one process.
       if [ -n "${XLASERVE_PJRT_PLUGIN:-}" ] && [ -f "$WORK/models/resnet50/manifest.yaml" ]; then
         run_step scheduler-pjrt 300 bun bench/offered-load.bench.ts --engine pjrt --plugin "$XLASERVE_PJRT_PLUGIN" \
-          --models "$WORK/models" --resnet "$WORK/models/resnet50" --clients 64 --light-rate 200 --results-dir "$RES"
+          --models "$WORK/models" --resnet "$WORK/models/resnet50" --clients 64 --light-rate 200 --duration-s 2 \
+          --wire binary --results-dir "$RES"
       else
         echo "scheduler: PJRT skipped: no PJRT plugin (XLASERVE_PJRT_PLUGIN) or no exported ResNet-50 in $WORK/models"
         echo "{\"step\":\"scheduler-pjrt\",\"skipped\":true,\"reason\":\"no PJRT plugin or no exported resnet50\"}" >>"$STEPS"
       fi
       run_step scheduler-cpu 240 bun bench/offered-load.bench.ts --engine reactant --clients 64 --light-rate 40 \
-        --results-dir "$RES"
+        --duration-s 2 --results-dir "$RES"
       ;;
     http-vs-reuseport)
       for n in 2 4 8; do
