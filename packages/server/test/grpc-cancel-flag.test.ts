@@ -8,18 +8,7 @@ import {
   makeGenericClientConstructor,
 } from "@grpc/grpc-js";
 import { UnaryCancelled } from "../src/grpc/handlers/infer.ts";
-
-const DEFINITION = {
-  ModelInfer: {
-    path: "/inference.GRPCInferenceService/ModelInfer",
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: (b: Buffer) => b,
-    requestDeserialize: (b: Buffer) => b,
-    responseSerialize: (b: Buffer) => b,
-    responseDeserialize: (b: Buffer) => b,
-  },
-};
+import { RAW_MODEL_INFER_DEFINITION as DEFINITION } from "../src/grpc/raw-client.ts";
 
 type Stub = {
   ModelInfer(b: Buffer, m: Metadata, cb: (e: unknown) => void): { cancel(): void };

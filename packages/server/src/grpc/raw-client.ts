@@ -13,20 +13,20 @@ export interface RawInferClient {
   close(): void;
 }
 
-const RawService = makeGenericClientConstructor(
-  {
-    ModelInfer: {
-      path: "/inference.GRPCInferenceService/ModelInfer",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (b: Buffer) => b,
-      requestDeserialize: (b: Buffer) => b,
-      responseSerialize: (b: Buffer) => b,
-      responseDeserialize: (b: Buffer) => b,
-    },
+/** ModelInfer with Buffers as they are both ways, for a client or a test's own server. */
+export const RAW_MODEL_INFER_DEFINITION = {
+  ModelInfer: {
+    path: "/inference.GRPCInferenceService/ModelInfer",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (b: Buffer) => b,
+    requestDeserialize: (b: Buffer) => b,
+    responseSerialize: (b: Buffer) => b,
+    responseDeserialize: (b: Buffer) => b,
   },
-  "RawInference",
-);
+};
+
+const RawService = makeGenericClientConstructor(RAW_MODEL_INFER_DEFINITION, "RawInference");
 
 type RawStub = {
   ModelInfer(b: Buffer, m: Metadata, cb: (e: ServiceError | null, r?: Buffer) => void): void;
