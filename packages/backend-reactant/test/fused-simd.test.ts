@@ -59,6 +59,28 @@ function chain(t: string): string {
   }`;
 }
 
+/** Functions between modules: on dense values, nested, and on a per-row value (layer norm's rsqrt). */
+function stagedChain(t: string): string {
+  const T = `tensor<${ROWS}x${COLS}x${t}>`;
+  const C = `tensor<${ROWS}x${t}>`;
+  return `func.func @main(%x: ${T}, %y: ${T}, %r: tensor<${COLS}x${t}>, %c: ${C}, %s: tensor<${t}>) -> ${T} {
+    %rb = stablehlo.broadcast_in_dim %r, dims = [1] : (tensor<${COLS}x${t}>) -> ${T}
+    %sb = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<${t}>) -> ${C}
+    %0 = stablehlo.multiply %x, %rb : ${T}
+    %1 = stablehlo.tanh %0 : ${T}
+    %2 = stablehlo.exponential %1 : ${T}
+    %3 = stablehlo.abs %c : ${C}
+    %4 = stablehlo.add %3, %sb : ${C}
+    %5 = stablehlo.rsqrt %4 : ${C}
+    %6 = stablehlo.broadcast_in_dim %5, dims = [0] : (${C}) -> ${T}
+    %7 = stablehlo.multiply %2, %6 : ${T}
+    %8 = stablehlo.logistic %y : ${T}
+    %9 = stablehlo.subtract %7, %8 : ${T}
+    %10 = stablehlo.log %9 : ${T}
+    return %10 : ${T}
+  }`;
+}
+
 function run(text: string, args: NDArray[], fuse: boolean, simd: boolean): NDArray {
   setFusedSimdDisabled(!simd);
   const f = new Program(parseModule(text), { fuse }).func("main");
@@ -81,23 +103,23 @@ describe("fused loops in WebAssembly SIMD", () => {
   afterAll(() => setFusedSimdDisabled(false));
   for (const t of ["bf16", "f16", "f32"]) {
     test(`${t}: the same bytes as the JavaScript loop and the unfused ops`, () => {
-      const text = chain(t);
-      for (let seed = 1; seed <= 6; seed++) {
-        const args = [
-          { ...randomBits(t, ROWS * COLS, seed), shape: [ROWS, COLS] },
-          { ...randomBits(t, ROWS * COLS, seed + 100), shape: [ROWS, COLS] },
-          { ...randomBits(t, COLS, seed + 200), shape: [COLS] },
-          { ...randomBits(t, ROWS, seed + 300), shape: [ROWS] },
-          { ...randomBits(t, 1, seed + 400), shape: [] },
-        ];
-        const before = fusedSimdRuns();
-        const simd = run(text, args, true, true);
-        expect(fusedSimdRuns()).toBeGreaterThan(before);
-        const loop = run(text, args, true, false);
-        const plain = run(text, args, false, false);
-        expect(bytes(simd)).toEqual(bytes(loop));
-        expect(bytes(simd)).toEqual(bytes(plain));
-      }
+      for (const text of [chain(t), stagedChain(t)])
+        for (let seed = 1; seed <= 6; seed++) {
+          const args = [
+            { ...randomBits(t, ROWS * COLS, seed), shape: [ROWS, COLS] },
+            { ...randomBits(t, ROWS * COLS, seed + 100), shape: [ROWS, COLS] },
+            { ...randomBits(t, COLS, seed + 200), shape: [COLS] },
+            { ...randomBits(t, ROWS, seed + 300), shape: [ROWS] },
+            { ...randomBits(t, 1, seed + 400), shape: [] },
+          ];
+          const before = fusedSimdRuns();
+          const simd = run(text, args, true, true);
+          expect(fusedSimdRuns()).toBeGreaterThan(before);
+          const loop = run(text, args, true, false);
+          const plain = run(text, args, false, false);
+          expect(bytes(simd)).toEqual(bytes(loop));
+          expect(bytes(simd)).toEqual(bytes(plain));
+        }
     });
   }
 

@@ -1,9 +1,9 @@
 /**
- * Fused elementwise trees on f32 / bf16 / f16 as WebAssembly SIMD, four lanes of f32 at a time:
- * the same bits as the JavaScript loop fused-codegen.ts generates, several times faster (that
- * loop decodes each narrow element through a table, rounds every op in f64 and encodes on the
- * bits one element at a time; here a narrow load is a widening load and a shift, rounding is
- * four integer ops on a whole vector).
+ * Fused elementwise trees on f32 / bf16 / f16 as WebAssembly SIMD (fused-simd-module.ts), four
+ * lanes of f32 at a time: the same bits as the JavaScript loop fused-codegen.ts generates,
+ * several times faster (that loop decodes each narrow element through a table, rounds every op
+ * in f64 and encodes on the bits one element at a time; here a narrow load is a widening load
+ * and a shift, rounding is four integer ops on a whole vector).
  *
  * Why the bits are the same: each op computes in f32 and then rounds to its own type, as the
  * loop does from f64. For add, subtract, multiply, divide and sqrt, f32 (24 bits) is at least
@@ -13,15 +13,23 @@
  * Conversions between the three types are roundings. NaNs are stored canonical (0x7fc00000,
  * 0x7fc0, 0x7e00), as the loop's encoders store them.
  *
- * Only the `outer x inner` layouts (fused-codegen.ts's LeafClass, but for slices' rows) and the ops above are taken;
- * anything else (tanh, exp, compare, integers, f64, strided leaves) keeps the loop. Vectors run
- * past the end of a row: those lanes are written into the next row, which overwrites them, or
- * into slack past the output. Every tree is a module of its own over one shared memory; inputs
- * are copied in and the result out (one memcpy each), as the SIMD GEMM does.
+ * Unary functions WebAssembly has no instruction for (tanh, exp, log, rsqrt, logistic...) split
+ * the tree into stages: a module computes the function's operand into scratch memory (as f32,
+ * which holds every value of the three types exactly), a JavaScript pass applies the function
+ * there with the loop's own expression and rounding, and the next module reads the result as a
+ * leaf. An operand that varies only per row (layer norm's variance) is computed once per row.
+ *
+ * Only the `outer x inner` layouts (fused-codegen.ts's LeafClass, but for slices' rows) are
+ * taken; compare, select, integers, f64 and strided leaves keep the loop. Every module works in
+ * one shared memory; inputs are copied in and the result out (one memcpy each), as the SIMD
+ * GEMM does.
  */
 import type { ElemType, NDArray, TypedArray } from "../array.ts";
-import { I32, V128, name, op, section, u32, vec } from "../blas/wasm-encode.ts";
-import type { Layout, Node } from "./fused-codegen.ts";
+import { HELPERS } from "../elem/helpers.ts";
+import { SPECIAL_FUNCTIONS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
+import { hasFloatUnary, roundExpr, unaryExpr } from "../kernels/expr.ts";
+import type { Layout, LeafClass, Node } from "./fused-codegen.ts";
+import { BINARY, type Narrow, type Plan, SIZE, UNARY, moduleBytes } from "./fused-simd-module.ts";
 
 /** Runs the tree into `out`; false (nothing written) where its operands would not fit the memory cap. */
 export type SimdLoop = (leaves: readonly NDArray[], out: TypedArray, outer: number, inner: number) => boolean;
@@ -31,333 +39,6 @@ export type SimdLoop = (leaves: readonly NDArray[], out: TypedArray, outer: numb
  * shrinks: larger trees keep the loop, so a big convnet's activations are not held twice.
  */
 const MAX_BYTES = 32 * 1024 * 1024;
-
-type Narrow = "f32" | "bf16" | "f16";
-const SIZE: Record<Narrow, number> = { f32: 4, bf16: 2, f16: 2 };
-
-const simd = (code: number, ...immediates: number[]) => [0xfd, ...u32(code), ...immediates];
-const S = {
-  load: simd(0x00, 0, 0),
-  load16x4u: simd(0x04, 0, 0),
-  store: simd(0x0b, 0, 0),
-  store64Lane0: simd(0x5b, 0, 0, 0),
-  i32Splat: simd(0x11),
-  f32Splat: simd(0x13),
-  i32Eq: simd(0x37),
-  i32LtU: simd(0x3a),
-  i32GtU: simd(0x3c),
-  i32GeU: simd(0x40),
-  f32Ne: simd(0x42),
-  and: simd(0x4e),
-  andNot: simd(0x4f),
-  or: simd(0x50),
-  bitselect: simd(0x52),
-  narrowU: simd(0x86),
-  shl: simd(0xab),
-  shrU: simd(0xad),
-  i32Add: simd(0xae),
-  i32Sub: simd(0xb1),
-  abs: simd(0xe0),
-  neg: simd(0xe1),
-  sqrt: simd(0xe3),
-  add: simd(0xe4),
-  sub: simd(0xe5),
-  mul: simd(0xe6),
-  div: simd(0xe7),
-  min: simd(0xe8),
-  max: simd(0xe9),
-  convertS: simd(0xfa),
-};
-const I32_LOAD16_U = [0x2f, 0, 0];
-const F32_LOAD = [0x2a, 0, 0];
-const I32_LT_U = [0x49];
-
-/** A v128 constant with `bits` in every i32 lane. */
-function splat32(bits: number): number[] {
-  const b = bits >>> 0;
-  const lane = [b & 0xff, (b >>> 8) & 0xff, (b >>> 16) & 0xff, b >>> 24];
-  return simd(0x0c, ...lane, ...lane, ...lane, ...lane);
-}
-const f32Bits = (x: number) => new Uint32Array(new Float32Array([x]).buffer)[0] as number;
-
-const BINARY: Record<string, number[]> = {
-  add: S.add,
-  subtract: S.sub,
-  multiply: S.mul,
-  divide: S.div,
-  maximum: S.max,
-  minimum: S.min,
-};
-const UNARY: Record<string, number[]> = { negate: S.neg, abs: S.abs, sqrt: S.sqrt };
-
-/** Locals of the function being written: i32 parameters first, then the v128 temporaries. */
-class Body {
-  readonly code: number[] = [];
-  private temps = 0;
-  constructor(private readonly firstTemp: number) {}
-  temp(): number {
-    return this.firstTemp + this.temps++;
-  }
-  get tempCount(): number {
-    return this.temps;
-  }
-  emit(...parts: (readonly number[])[]): void {
-    for (const p of parts) for (const b of p) this.code.push(b);
-  }
-}
-
-/** The value on the stack (f32 lanes) rounded to bf16's precision; NaN stays NaN. */
-function roundBf16(b: Body): void {
-  const t = b.temp();
-  b.emit(op.set(t), op.get(t), op.get(t), op.get(t), op.i32(16), S.shrU, splat32(1), S.and, S.i32Add);
-  b.emit(splat32(0x7fff), S.i32Add, splat32(0xffff0000), S.and);
-  b.emit(op.get(t), op.get(t), S.f32Ne, S.bitselect); // [x, rounded, isNaN]
-}
-
-/** The value on the stack rounded to f16's precision (subnormals, overflow and NaN included). */
-function roundF16(b: Body): void {
-  const t = b.temp();
-  const a = b.temp();
-  b.emit(op.set(t), op.get(t), splat32(0x7fffffff), S.and, op.set(a));
-  // NaN: itself; at least 65520 in magnitude: infinity; below 2^-14: to a multiple of 2^-24
-  // by adding and taking away 0.5 in f32; otherwise on the bits, ties to even.
-  b.emit(op.get(t));
-  b.emit(splat32(0x7f800000));
-  b.emit(op.get(a), splat32(f32Bits(0.5)), S.add, splat32(f32Bits(0.5)), S.sub);
-  b.emit(op.get(a), splat32(0xfff), S.i32Add, op.get(a), op.i32(13), S.shrU, splat32(1), S.and, S.i32Add);
-  b.emit(splat32(0xffffe000), S.and);
-  b.emit(op.get(a), splat32(0x38800000), S.i32LtU, S.bitselect); // [x, infinity, finite]
-  b.emit(op.get(a), splat32(0x477ff000), S.i32GeU, S.bitselect);
-  b.emit(op.get(t), splat32(0x80000000), S.and, S.or); // the sign back
-  b.emit(op.get(t), op.get(t), S.f32Ne, S.bitselect);
-}
-
-function roundTo(b: Body, t: Narrow): void {
-  if (t === "bf16") roundBf16(b);
-  else if (t === "f16") roundF16(b);
-}
-
-/** i32 lanes holding f16 bits -> their f32 values. */
-function widenF16(b: Body): void {
-  const h = b.temp();
-  const m = b.temp();
-  b.emit(op.set(h), op.get(h), splat32(0x7fff), S.and, op.set(m));
-  // Subnormal and zero: m * 2^-24 exactly; infinity and NaN: exponent all ones; else rebias.
-  b.emit(op.get(m), S.convertS, splat32(f32Bits(2 ** -24)), S.mul);
-  b.emit(op.get(m), op.i32(13), S.shl, splat32(0x70000000), S.i32Add);
-  b.emit(op.get(m), op.i32(13), S.shl, splat32(0x38000000), S.i32Add);
-  b.emit(op.get(m), splat32(0x7c00), S.i32GeU, S.bitselect);
-  b.emit(op.get(m), splat32(0x400), S.i32LtU, S.bitselect);
-  b.emit(op.get(h), splat32(0x8000), S.and, op.i32(16), S.shl, S.or);
-}
-
-/** i32 lanes of 16-bit storage -> f32 values. */
-function widen(b: Body, t: Narrow): void {
-  if (t === "bf16") b.emit(op.i32(16), S.shl);
-  else if (t === "f16") widenF16(b);
-}
-
-/** f32 lanes already exact in `t` -> the i32 lanes of t's canonical bits (16-bit types). */
-function encode16(b: Body, t: "bf16" | "f16"): void {
-  const x = b.temp();
-  b.emit(op.set(x));
-  if (t === "bf16") {
-    b.emit(splat32(0x7fc0), op.get(x), op.i32(16), S.shrU, op.get(x), op.get(x), S.f32Ne, S.bitselect);
-    return;
-  }
-  const a = b.temp();
-  b.emit(op.get(x), splat32(0x7fffffff), S.and, op.set(a));
-  b.emit(splat32(0x7e00), splat32(0x7c00));
-  // Normal: rebias on the bits; subnormal: the count of 2^-24 quanta, read off |x| + 0.5.
-  b.emit(op.get(a), splat32(f32Bits(0.5)), S.add, splat32(f32Bits(0.5)), S.i32Sub);
-  b.emit(op.get(a), splat32(0x38000000), S.i32Sub, op.i32(13), S.shrU);
-  b.emit(op.get(a), splat32(0x38800000), S.i32LtU, S.bitselect); // [nan, infinity, finite]
-  b.emit(op.get(a), splat32(0x7f800000), S.i32Eq, S.bitselect);
-  b.emit(op.get(a), splat32(0x7f800000), S.i32GtU, S.bitselect);
-  // The sign, except on NaN (canonical, positive).
-  b.emit(op.get(x), splat32(0x80000000), S.and, op.i32(16), S.shrU, op.get(x), op.get(x), S.f32Ne, S.andNot, S.or);
-}
-
-interface Plan {
-  readonly leafTypes: Narrow[];
-  readonly outType: Narrow;
-  readonly classes: Layout["classes"];
-}
-
-/** The tree's ops in the subset, with every type one of the three; null otherwise. */
-function check(tree: Node, leaves: readonly NDArray[], literals: readonly (number | null)[]): Narrow | null {
-  if (tree.kind !== "op") {
-    const k = tree.kind === "leaf" ? tree.index : tree.leaf;
-    const t = (leaves[k] as NDArray).type;
-    if (t !== "f32" && t !== "bf16" && t !== "f16") return null;
-    return literals[k] !== null && literals[k] !== undefined && t !== "f32" ? null : t;
-  }
-  const kids = tree.children.map((c) => check(c, leaves, literals));
-  if (kids.some((k) => k === null)) return null;
-  const n = tree.op.name.replace(/^stablehlo\./, "");
-  const first = kids[0] as Narrow | undefined;
-  if (n === "convert") {
-    const r = tree.op.resultTypes[tree.op.resultTypes.length - 1];
-    const to = r && "elem" in r ? (r.elem as ElemType) : null;
-    return kids.length === 1 && (to === "f32" || to === "bf16" || to === "f16") ? to : null;
-  }
-  if (BINARY[n] && kids.length === 2 && kids[1] === first) return first ?? null;
-  if (UNARY[n] && kids.length === 1) return first ?? null;
-  return null;
-}
-
-function emitTree(
-  b: Body,
-  n: Node,
-  plan: Plan,
-  literals: readonly (number | null)[],
-  leafValue: (k: number) => void,
-): void {
-  if (n.kind !== "op") {
-    const k = n.kind === "leaf" ? n.index : n.leaf;
-    const literal = literals[k];
-    if (literal !== null && literal !== undefined) b.emit(splat32(f32Bits(literal)));
-    else leafValue(k);
-    return;
-  }
-  for (const c of n.children) emitTree(b, c, plan, literals, leafValue);
-  const name = n.op.name.replace(/^stablehlo\./, "");
-  if (name !== "convert") b.emit(BINARY[name] ?? UNARY[name] ?? []);
-  roundTo(b, resultType(n, plan));
-}
-
-/** The element type an op node produces (its children's, or a convert's target). */
-function resultType(n: Node, plan: Plan): Narrow {
-  if (n.kind !== "op") return plan.leafTypes[n.kind === "leaf" ? n.index : n.leaf] as Narrow;
-  if (n.op.name.endsWith("convert")) {
-    const r = n.op.resultTypes[n.op.resultTypes.length - 1];
-    return (r && "elem" in r ? r.elem : "f32") as Narrow;
-  }
-  return resultType(n.children[0] as Node, plan);
-}
-
-/** The module's function body: params (outer, inner, leaf pointers..., out pointer). */
-function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): number[] {
-  const count = plan.leafTypes.length;
-  const OUTER = 0;
-  const INNER = 1;
-  const ptr = (k: number) => 2 + k;
-  const OUT = 2 + count;
-  const I = OUT + 1;
-  const J = OUT + 2;
-  const W = OUT + 3;
-  const i32Locals = 3;
-  const firstV = OUT + 1 + i32Locals;
-  const b = new Body(firstV);
-  const held = new Map<number, number>();
-  const scalarInto = (k: number, index: number | null) => {
-    const t = plan.leafTypes[k] as Narrow;
-    b.emit(op.get(ptr(k)));
-    if (index !== null) b.emit(op.get(index), op.i32(SIZE[t]), op.i32Mul, op.i32Add);
-    if (t === "f32") b.emit(F32_LOAD, S.f32Splat);
-    else {
-      b.emit(I32_LOAD16_U, S.i32Splat);
-      widen(b, t);
-    }
-    let local = held.get(k);
-    if (local === undefined) {
-      local = b.temp();
-      held.set(k, local);
-    }
-    b.emit(op.set(local));
-  };
-  const rowCode: number[][] = [];
-  // Per-element (vector) reads of the "d" and "r" leaves; the others are held in locals.
-  const leafValue = (k: number) => {
-    const c = plan.classes[k];
-    const local = held.get(k);
-    if (local !== undefined) {
-      b.emit(op.get(local));
-      return;
-    }
-    const t = plan.leafTypes[k] as Narrow;
-    b.emit(op.get(ptr(k)), op.get(J));
-    if (c === "d") b.emit(op.get(W), op.i32Add);
-    b.emit(op.i32(SIZE[t]), op.i32Mul, op.i32Add);
-    if (t === "f32") b.emit(S.load);
-    else {
-      b.emit(S.load16x4u);
-      widen(b, t);
-    }
-  };
-  // Prologue: "s" leaves once.
-  for (let k = 0; k < count; k++) if (plan.classes[k] === "s" && literals[k] == null) scalarInto(k, null);
-  const prologue = b.code.splice(0);
-  for (let k = 0; k < count; k++) if (plan.classes[k] === "c" && literals[k] == null) scalarInto(k, I);
-  rowCode.push(b.code.splice(0));
-  // The element: out address, value, store.
-  const outSize = SIZE[plan.outType];
-  b.emit(op.get(OUT), op.get(W), op.get(J), op.i32Add, op.i32(outSize), op.i32Mul, op.i32Add);
-  emitTree(b, tree, plan, literals, leafValue);
-  if (plan.outType === "f32") {
-    const x = b.temp();
-    b.emit(op.set(x), splat32(0x7fc00000), op.get(x), op.get(x), op.get(x), S.f32Ne, S.bitselect, S.store);
-  } else {
-    encode16(b, plan.outType);
-    const h = b.temp();
-    b.emit([0x22, ...u32(h)], op.get(h), S.narrowU, S.store64Lane0);
-  }
-  const element = b.code.splice(0);
-  const code = [
-    ...prologue,
-    ...op.block,
-    ...op.loop,
-    ...op.get(I),
-    ...op.get(OUTER),
-    ...op.i32GeU,
-    ...op.brIf(1),
-    ...(rowCode[0] as number[]),
-    ...op.i32(0),
-    ...op.set(J),
-    ...op.loop,
-    ...element,
-    ...op.get(J),
-    ...op.i32(4),
-    ...op.i32Add,
-    ...[0x22, ...u32(J)],
-    ...op.get(INNER),
-    ...I32_LT_U,
-    ...op.brIf(0),
-    ...op.end,
-    ...op.get(W),
-    ...op.get(INNER),
-    ...op.i32Add,
-    ...op.set(W),
-    ...op.get(I),
-    ...op.i32(1),
-    ...op.i32Add,
-    ...op.set(I),
-    ...op.br(0),
-    ...op.end,
-    ...op.end,
-    ...op.end,
-  ];
-  const locals = vec([
-    [...u32(i32Locals), I32],
-    [...u32(b.tempCount), V128],
-  ]);
-  return [...locals, ...code];
-}
-
-function moduleBytes(tree: Node, plan: Plan, literals: readonly (number | null)[]): Uint8Array<ArrayBuffer> {
-  const params = 3 + plan.leafTypes.length;
-  const type = [0x60, ...vec(Array.from({ length: params }, () => [I32])), ...vec([])];
-  const code = body(tree, plan, literals);
-  const bytes = [
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, vec([type])),
-    ...section(2, vec([[...name("e"), ...name("m"), 0x02, 0x00, 0x00]])),
-    ...section(3, vec([[0]])),
-    ...section(7, vec([[...name("run"), 0x00, 0]])),
-    ...section(10, vec([[...u32(code.length), ...code]])),
-  ];
-  return new Uint8Array(bytes);
-}
 
 /** The memory every fused module works in (one call at a time on a thread). */
 let memory: WebAssembly.Memory | null | undefined;
@@ -385,10 +66,122 @@ function reserve(mem: WebAssembly.Memory, bytes: number): void {
   }
 }
 
-const MODULES = new Map<string, ((...args: number[]) => void) | null>();
+type Run = (...args: number[]) => void;
+const MODULES = new Map<string, Run | null>();
+
+function instantiate(bytes: Uint8Array<ArrayBuffer>, mem: WebAssembly.Memory): Run | null {
+  const key = Array.from(bytes, (x) => String.fromCharCode(x)).join("");
+  let run = MODULES.get(key);
+  if (run === undefined) {
+    try {
+      const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { e: { m: mem } });
+      run = instance.exports.run as Run;
+    } catch {
+      run = null;
+    }
+    MODULES.set(key, run);
+  }
+  return run;
+}
+
+const opName = (n: Node & { kind: "op" }) => n.op.name.replace(/^(stablehlo|chlo)\./, "");
+
+/** The loop's expression for unary op `n` on `x` of type t (as fused-codegen.ts's opExpr writes it), or null. */
+function scriptUnary(n: string, t: Narrow): string | null {
+  if (!UNARY_OPS.has(n) || n === "is_finite") return null;
+  const special = SPECIAL_FUNCTIONS[n];
+  if (special) return `${special}(x)`;
+  if (n === "sinh" || n === "cosh") return `H.${n}F32(x)`;
+  return hasFloatUnary(n) ? unaryExpr(n, t, "x") : null;
+}
+
+/** The tree's value type where every op is in the subset and every type one of the three; null otherwise. */
+function check(tree: Node, leaves: readonly NDArray[], literals: readonly (number | null)[]): Narrow | null {
+  if (tree.kind !== "op") {
+    const k = tree.kind === "leaf" ? tree.index : tree.leaf;
+    const t = (leaves[k] as NDArray).type;
+    if (t !== "f32" && t !== "bf16" && t !== "f16") return null;
+    return literals[k] !== null && literals[k] !== undefined && t !== "f32" ? null : t;
+  }
+  const kids = tree.children.map((c) => check(c, leaves, literals));
+  if (kids.some((k) => k === null)) return null;
+  const n = opName(tree);
+  const first = kids[0] as Narrow | undefined;
+  if (first === undefined) return null;
+  if (n === "convert") {
+    const r = tree.op.resultTypes[tree.op.resultTypes.length - 1];
+    const to = r && "elem" in r ? (r.elem as ElemType) : null;
+    return kids.length === 1 && (to === "f32" || to === "bf16" || to === "f16") ? to : null;
+  }
+  if (BINARY[n] && kids.length === 2 && kids[1] === first) return first;
+  if (kids.length === 1 && (UNARY[n] || scriptUnary(n, first) !== null)) return first;
+  return null;
+}
+
+/** A function applied in JavaScript between two modules. */
+interface Stage {
+  /** The function's operand, its opaque descendants replaced by the leaves of earlier stages. */
+  readonly tree: Node;
+  readonly type: Narrow;
+  /** Its operand varies only with the outer index: computed once per row, read as a "c" leaf. */
+  readonly perRow: boolean;
+  readonly pass: (values: Float32Array, n: number, h: typeof HELPERS) => void;
+}
+
+const PASSES = new Map<string, Stage["pass"]>();
+
+function passFor(n: string, t: Narrow): Stage["pass"] {
+  const source = `for (let i = 0; i < n; i++) { const x = S[i]; S[i] = ${roundExpr(t, scriptUnary(n, t) as string)}; }`;
+  let pass = PASSES.get(source);
+  if (!pass) {
+    pass = new Function("S", "n", "H", source) as Stage["pass"];
+    PASSES.set(source, pass);
+  }
+  return pass;
+}
+
+/** Replaces every unary op outside the instruction set by a leaf numbered after the real ones. */
+function splitStages(
+  tree: Node,
+  count: number,
+  classes: LeafClass[],
+  types: Narrow[],
+): { root: Node; stages: Stage[] } {
+  const stages: Stage[] = [];
+  const level = (n: Node): number => {
+    if (n.kind !== "op") {
+      const c = classes[n.kind === "leaf" ? n.index : n.leaf];
+      return c === "s" ? 0 : c === "c" ? 1 : 2;
+    }
+    return Math.max(0, ...n.children.map(level));
+  };
+  const typeOf = (n: Node): Narrow => {
+    if (n.kind !== "op") return types[n.kind === "leaf" ? n.index : n.leaf] as Narrow;
+    if (opName(n) === "convert") {
+      const r = n.op.resultTypes[n.op.resultTypes.length - 1];
+      return (r && "elem" in r ? r.elem : "f32") as Narrow;
+    }
+    return typeOf(n.children[0] as Node);
+  };
+  const rewrite = (n: Node): Node => {
+    if (n.kind !== "op") return n;
+    const children = n.children.map(rewrite);
+    const name = opName(n);
+    if (children.length !== 1 || UNARY[name] || name === "convert") return { ...n, children };
+    const operand = children[0] as Node;
+    const type = typeOf(operand);
+    const perRow = level(operand) <= 1;
+    stages.push({ tree: operand, type, perRow, pass: passFor(name, type) });
+    const index = count + stages.length - 1;
+    classes[index] = perRow ? "c" : "d";
+    types[index] = type;
+    return { kind: "leaf", index };
+  };
+  return { root: rewrite(tree), stages };
+}
 
 /** Bytes of a leaf's run in memory: "d" the output's count, "r" a row, "c" a column, "s" one. */
-function leafElements(c: Layout["classes"][number], outer: number, inner: number): number {
+function leafElements(c: LeafClass, outer: number, inner: number): number {
   return c === "d" ? outer * inner : c === "r" ? inner : c === "c" ? outer : 1;
 }
 
@@ -408,54 +201,57 @@ export function generateSimd(
   if (outType === null || tree.kind !== "op") return null;
   const mem = sharedMemory();
   if (mem === null) return null;
-  const plan: Plan = {
-    leafTypes: leaves.map((l) => l.type as Narrow),
-    outType,
-    classes: layout.classes,
-  };
-  const bytes = moduleBytes(tree, plan, literals);
-  const key = Array.from(bytes, (x) => String.fromCharCode(x)).join("");
-  let run = MODULES.get(key);
-  if (run === undefined) {
-    try {
-      const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { e: { m: mem } });
-      run = instance.exports.run as (...args: number[]) => void;
-    } catch {
-      run = null;
-    }
-    MODULES.set(key, run);
-  }
-  if (run === null) return null;
-  const fn = run;
-  const sizes = plan.leafTypes.map((t) => SIZE[t]);
+  const count = leaves.length;
+  const classes = [...layout.classes];
+  const valueTypes = leaves.map((l) => l.type as Narrow);
+  const { root, stages } = splitStages(tree, count, classes, valueTypes);
+  const total = count + stages.length;
+  const loadTypes = valueTypes.map((t, k) => (k < count ? t : "f32"));
+  const allLiterals = [...literals, ...stages.map(() => null)];
+  // A per-row stage runs as one row of `outer` elements: its column leaves become that row.
+  const rowClasses = classes.map((c): LeafClass => (c === "c" ? "r" : c));
+  const plan = (outType: Narrow, cls: LeafClass[]): Plan => ({ loadTypes, valueTypes, outType, classes: cls });
+  const stageRuns: (Run | null)[] = stages.map((s) =>
+    instantiate(moduleBytes(s.tree, plan("f32", s.perRow ? rowClasses : classes), allLiterals), mem),
+  );
+  const final = instantiate(moduleBytes(root, plan(outType, classes), allLiterals), mem);
+  if (final === null || stageRuns.some((r) => r === null)) return null;
+  const sizes = loadTypes.map((t) => SIZE[t]);
   const outSize = SIZE[outType];
-  const args: number[] = new Array(3 + leaves.length).fill(0);
+  const args: number[] = new Array(3 + total).fill(0);
   const loop: SimdLoop = (ls, out, outer, inner) => {
     if (outer * inner === 0) return true;
     // Each run 16-byte aligned with a vector of slack after it.
     let at = 0;
-    for (let k = 0; k < ls.length; k++) {
-      if (literals[k] !== null && literals[k] !== undefined) continue;
-      const n = leafElements(layout.classes[k] as Layout["classes"][number], outer, inner);
+    for (let k = 0; k < total; k++) {
+      if (allLiterals[k] !== null && allLiterals[k] !== undefined) continue;
       args[2 + k] = at;
-      at += Math.ceil((n * (sizes[k] as number) + 16) / 16) * 16;
+      at += Math.ceil((leafElements(classes[k] as LeafClass, outer, inner) * (sizes[k] as number) + 16) / 16) * 16;
     }
     const outAt = at;
     const outBytes = outer * inner * outSize;
     if (outAt + outBytes + 16 > MAX_BYTES) return false;
     reserve(mem, outAt + outBytes + 16);
-    for (let k = 0; k < ls.length; k++) {
+    for (let k = 0; k < count; k++) {
       if (literals[k] !== null && literals[k] !== undefined) continue;
-      const l = ls[k] as NDArray;
-      const n = leafElements(layout.classes[k] as Layout["classes"][number], outer, inner);
-      const d = l.data as Float32Array | Uint16Array;
-      const bytesIn = new Uint8Array(d.buffer, d.byteOffset, n * (sizes[k] as number));
-      u8.set(bytesIn, args[2 + k] as number);
+      const d = (ls[k] as NDArray).data as Float32Array | Uint16Array;
+      const n = leafElements(classes[k] as LeafClass, outer, inner);
+      u8.set(new Uint8Array(d.buffer, d.byteOffset, n * (sizes[k] as number)), args[2 + k] as number);
+    }
+    for (let s = 0; s < stages.length; s++) {
+      const stage = stages[s] as Stage;
+      const scratch = args[2 + count + s] as number;
+      args[0] = stage.perRow ? 1 : outer;
+      args[1] = stage.perRow ? outer : inner;
+      args[2 + total] = scratch;
+      (stageRuns[s] as Run)(...args);
+      const n = stage.perRow ? outer : outer * inner;
+      stage.pass(new Float32Array(mem.buffer, scratch, n), n, HELPERS);
     }
     args[0] = outer;
     args[1] = inner;
-    args[2 + ls.length] = outAt;
-    fn(...args);
+    args[2 + total] = outAt;
+    final(...args);
     runs++;
     const o = out as Float32Array | Uint16Array;
     new Uint8Array(o.buffer, o.byteOffset, outBytes).set(u8.subarray(outAt, outAt + outBytes));

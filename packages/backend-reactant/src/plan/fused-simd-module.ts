@@ -1,0 +1,320 @@
+/**
+ * The WebAssembly module of one fused elementwise tree (fused-simd.ts runs it): a loop over
+ * `outer x inner` elements, four f32 lanes at a time, each op computed in f32 and rounded to
+ * its own type (f32, bf16 or f16) on the bits; narrow leaves widened on load, the result stored
+ * in its type's canonical bits. Vectors run past the end of a row: those lanes are written into
+ * the next row, which overwrites them, or into slack the caller leaves past the output.
+ */
+import type { ElemType } from "../array.ts";
+import { I32, V128, name, op, section, u32, vec } from "../blas/wasm-encode.ts";
+import type { Layout, Node } from "./fused-codegen.ts";
+
+export type Narrow = "f32" | "bf16" | "f16";
+export const SIZE: Record<Narrow, number> = { f32: 4, bf16: 2, f16: 2 };
+
+const simd = (code: number, ...immediates: number[]) => [0xfd, ...u32(code), ...immediates];
+const S = {
+  load: simd(0x00, 0, 0),
+  load16x4u: simd(0x04, 0, 0),
+  store: simd(0x0b, 0, 0),
+  store64Lane0: simd(0x5b, 0, 0, 0),
+  i32Splat: simd(0x11),
+  f32Splat: simd(0x13),
+  i32Eq: simd(0x37),
+  i32LtU: simd(0x3a),
+  i32GtU: simd(0x3c),
+  i32GeU: simd(0x40),
+  f32Ne: simd(0x42),
+  and: simd(0x4e),
+  andNot: simd(0x4f),
+  or: simd(0x50),
+  bitselect: simd(0x52),
+  narrowU: simd(0x86),
+  shl: simd(0xab),
+  shrU: simd(0xad),
+  i32Add: simd(0xae),
+  i32Sub: simd(0xb1),
+  abs: simd(0xe0),
+  neg: simd(0xe1),
+  sqrt: simd(0xe3),
+  add: simd(0xe4),
+  sub: simd(0xe5),
+  mul: simd(0xe6),
+  div: simd(0xe7),
+  min: simd(0xe8),
+  max: simd(0xe9),
+  convertS: simd(0xfa),
+};
+const I32_LOAD16_U = [0x2f, 0, 0];
+const F32_LOAD = [0x2a, 0, 0];
+const I32_LT_U = [0x49];
+
+/** A v128 constant with `bits` in every i32 lane. */
+function splat32(bits: number): number[] {
+  const b = bits >>> 0;
+  const lane = [b & 0xff, (b >>> 8) & 0xff, (b >>> 16) & 0xff, b >>> 24];
+  return simd(0x0c, ...lane, ...lane, ...lane, ...lane);
+}
+const f32Bits = (x: number) => new Uint32Array(new Float32Array([x]).buffer)[0] as number;
+
+export const BINARY: Record<string, number[]> = {
+  add: S.add,
+  subtract: S.sub,
+  multiply: S.mul,
+  divide: S.div,
+  maximum: S.max,
+  minimum: S.min,
+};
+export const UNARY: Record<string, number[]> = { negate: S.neg, abs: S.abs, sqrt: S.sqrt };
+
+/** Locals of the function being written: i32 parameters first, then the v128 temporaries. */
+class Body {
+  readonly code: number[] = [];
+  private temps = 0;
+  constructor(private readonly firstTemp: number) {}
+  temp(): number {
+    return this.firstTemp + this.temps++;
+  }
+  get tempCount(): number {
+    return this.temps;
+  }
+  emit(...parts: (readonly number[])[]): void {
+    for (const p of parts) for (const b of p) this.code.push(b);
+  }
+}
+
+/** The value on the stack (f32 lanes) rounded to bf16's precision; NaN stays NaN. */
+function roundBf16(b: Body): void {
+  const t = b.temp();
+  b.emit(op.set(t), op.get(t), op.get(t), op.get(t), op.i32(16), S.shrU, splat32(1), S.and, S.i32Add);
+  b.emit(splat32(0x7fff), S.i32Add, splat32(0xffff0000), S.and);
+  b.emit(op.get(t), op.get(t), S.f32Ne, S.bitselect); // [x, rounded, isNaN]
+}
+
+/** The value on the stack rounded to f16's precision (subnormals, overflow and NaN included). */
+function roundF16(b: Body): void {
+  const t = b.temp();
+  const a = b.temp();
+  b.emit(op.set(t), op.get(t), splat32(0x7fffffff), S.and, op.set(a));
+  // NaN: itself; at least 65520 in magnitude: infinity; below 2^-14: to a multiple of 2^-24
+  // by adding and taking away 0.5 in f32; otherwise on the bits, ties to even.
+  b.emit(op.get(t));
+  b.emit(splat32(0x7f800000));
+  b.emit(op.get(a), splat32(f32Bits(0.5)), S.add, splat32(f32Bits(0.5)), S.sub);
+  b.emit(op.get(a), splat32(0xfff), S.i32Add, op.get(a), op.i32(13), S.shrU, splat32(1), S.and, S.i32Add);
+  b.emit(splat32(0xffffe000), S.and);
+  b.emit(op.get(a), splat32(0x38800000), S.i32LtU, S.bitselect); // [x, infinity, finite]
+  b.emit(op.get(a), splat32(0x477ff000), S.i32GeU, S.bitselect);
+  b.emit(op.get(t), splat32(0x80000000), S.and, S.or); // the sign back
+  b.emit(op.get(t), op.get(t), S.f32Ne, S.bitselect);
+}
+
+function roundTo(b: Body, t: Narrow): void {
+  if (t === "bf16") roundBf16(b);
+  else if (t === "f16") roundF16(b);
+}
+
+/** i32 lanes holding f16 bits -> their f32 values. */
+function widenF16(b: Body): void {
+  const h = b.temp();
+  const m = b.temp();
+  b.emit(op.set(h), op.get(h), splat32(0x7fff), S.and, op.set(m));
+  // Subnormal and zero: m * 2^-24 exactly; infinity and NaN: exponent all ones; else rebias.
+  b.emit(op.get(m), S.convertS, splat32(f32Bits(2 ** -24)), S.mul);
+  b.emit(op.get(m), op.i32(13), S.shl, splat32(0x70000000), S.i32Add);
+  b.emit(op.get(m), op.i32(13), S.shl, splat32(0x38000000), S.i32Add);
+  b.emit(op.get(m), splat32(0x7c00), S.i32GeU, S.bitselect);
+  b.emit(op.get(m), splat32(0x400), S.i32LtU, S.bitselect);
+  b.emit(op.get(h), splat32(0x8000), S.and, op.i32(16), S.shl, S.or);
+}
+
+/** i32 lanes of 16-bit storage -> f32 values. */
+function widen(b: Body, t: Narrow): void {
+  if (t === "bf16") b.emit(op.i32(16), S.shl);
+  else if (t === "f16") widenF16(b);
+}
+
+/** f32 lanes already exact in `t` -> the i32 lanes of t's canonical bits (16-bit types). */
+function encode16(b: Body, t: "bf16" | "f16"): void {
+  const x = b.temp();
+  b.emit(op.set(x));
+  if (t === "bf16") {
+    b.emit(splat32(0x7fc0), op.get(x), op.i32(16), S.shrU, op.get(x), op.get(x), S.f32Ne, S.bitselect);
+    return;
+  }
+  const a = b.temp();
+  b.emit(op.get(x), splat32(0x7fffffff), S.and, op.set(a));
+  b.emit(splat32(0x7e00), splat32(0x7c00));
+  // Normal: rebias on the bits; subnormal: the count of 2^-24 quanta, read off |x| + 0.5.
+  b.emit(op.get(a), splat32(f32Bits(0.5)), S.add, splat32(f32Bits(0.5)), S.i32Sub);
+  b.emit(op.get(a), splat32(0x38000000), S.i32Sub, op.i32(13), S.shrU);
+  b.emit(op.get(a), splat32(0x38800000), S.i32LtU, S.bitselect); // [nan, infinity, finite]
+  b.emit(op.get(a), splat32(0x7f800000), S.i32Eq, S.bitselect);
+  b.emit(op.get(a), splat32(0x7f800000), S.i32GtU, S.bitselect);
+  // The sign, except on NaN (canonical, positive).
+  b.emit(op.get(x), splat32(0x80000000), S.and, op.i32(16), S.shrU, op.get(x), op.get(x), S.f32Ne, S.andNot, S.or);
+}
+
+/**
+ * One module's leaves and output. A leaf's storage (`loadTypes`) can differ from the type of
+ * the value it holds (`valueTypes`): a value computed between modules is kept as f32.
+ */
+export interface Plan {
+  readonly loadTypes: Narrow[];
+  readonly valueTypes: Narrow[];
+  readonly outType: Narrow;
+  readonly classes: Layout["classes"];
+}
+
+function emitTree(
+  b: Body,
+  n: Node,
+  plan: Plan,
+  literals: readonly (number | null)[],
+  leafValue: (k: number) => void,
+): void {
+  if (n.kind !== "op") {
+    const k = n.kind === "leaf" ? n.index : n.leaf;
+    const literal = literals[k];
+    if (literal !== null && literal !== undefined) b.emit(splat32(f32Bits(literal)));
+    else leafValue(k);
+    return;
+  }
+  for (const c of n.children) emitTree(b, c, plan, literals, leafValue);
+  const name = n.op.name.replace(/^stablehlo\./, "");
+  if (name !== "convert") b.emit(BINARY[name] ?? UNARY[name] ?? []);
+  roundTo(b, resultType(n, plan));
+}
+
+/** The element type an op node produces (its children's, or a convert's target). */
+function resultType(n: Node, plan: Plan): Narrow {
+  if (n.kind !== "op") return plan.valueTypes[n.kind === "leaf" ? n.index : n.leaf] as Narrow;
+  if (n.op.name.endsWith("convert")) {
+    const r = n.op.resultTypes[n.op.resultTypes.length - 1];
+    return (r && "elem" in r ? r.elem : "f32") as Narrow;
+  }
+  return resultType(n.children[0] as Node, plan);
+}
+
+/** The module's function body: params (outer, inner, leaf pointers..., out pointer). */
+function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): number[] {
+  const count = plan.loadTypes.length;
+  const OUTER = 0;
+  const INNER = 1;
+  const ptr = (k: number) => 2 + k;
+  const OUT = 2 + count;
+  const I = OUT + 1;
+  const J = OUT + 2;
+  const W = OUT + 3;
+  const i32Locals = 3;
+  const firstV = OUT + 1 + i32Locals;
+  const b = new Body(firstV);
+  const held = new Map<number, number>();
+  const scalarInto = (k: number, index: number | null) => {
+    const t = plan.loadTypes[k] as Narrow;
+    b.emit(op.get(ptr(k)));
+    if (index !== null) b.emit(op.get(index), op.i32(SIZE[t]), op.i32Mul, op.i32Add);
+    if (t === "f32") b.emit(F32_LOAD, S.f32Splat);
+    else {
+      b.emit(I32_LOAD16_U, S.i32Splat);
+      widen(b, t);
+    }
+    let local = held.get(k);
+    if (local === undefined) {
+      local = b.temp();
+      held.set(k, local);
+    }
+    b.emit(op.set(local));
+  };
+  const rowCode: number[][] = [];
+  // Per-element (vector) reads of the "d" and "r" leaves; the others are held in locals.
+  const leafValue = (k: number) => {
+    const c = plan.classes[k];
+    const local = held.get(k);
+    if (local !== undefined) {
+      b.emit(op.get(local));
+      return;
+    }
+    const t = plan.loadTypes[k] as Narrow;
+    b.emit(op.get(ptr(k)), op.get(J));
+    if (c === "d") b.emit(op.get(W), op.i32Add);
+    b.emit(op.i32(SIZE[t]), op.i32Mul, op.i32Add);
+    if (t === "f32") b.emit(S.load);
+    else {
+      b.emit(S.load16x4u);
+      widen(b, t);
+    }
+  };
+  // Prologue: "s" leaves once.
+  for (let k = 0; k < count; k++) if (plan.classes[k] === "s" && literals[k] == null) scalarInto(k, null);
+  const prologue = b.code.splice(0);
+  for (let k = 0; k < count; k++) if (plan.classes[k] === "c" && literals[k] == null) scalarInto(k, I);
+  rowCode.push(b.code.splice(0));
+  // The element: out address, value, store.
+  const outSize = SIZE[plan.outType];
+  b.emit(op.get(OUT), op.get(W), op.get(J), op.i32Add, op.i32(outSize), op.i32Mul, op.i32Add);
+  emitTree(b, tree, plan, literals, leafValue);
+  if (plan.outType === "f32") {
+    const x = b.temp();
+    b.emit(op.set(x), splat32(0x7fc00000), op.get(x), op.get(x), op.get(x), S.f32Ne, S.bitselect, S.store);
+  } else {
+    encode16(b, plan.outType);
+    const h = b.temp();
+    b.emit([0x22, ...u32(h)], op.get(h), S.narrowU, S.store64Lane0);
+  }
+  const element = b.code.splice(0);
+  const code = [
+    ...prologue,
+    ...op.block,
+    ...op.loop,
+    ...op.get(I),
+    ...op.get(OUTER),
+    ...op.i32GeU,
+    ...op.brIf(1),
+    ...(rowCode[0] as number[]),
+    ...op.i32(0),
+    ...op.set(J),
+    ...op.loop,
+    ...element,
+    ...op.get(J),
+    ...op.i32(4),
+    ...op.i32Add,
+    ...[0x22, ...u32(J)],
+    ...op.get(INNER),
+    ...I32_LT_U,
+    ...op.brIf(0),
+    ...op.end,
+    ...op.get(W),
+    ...op.get(INNER),
+    ...op.i32Add,
+    ...op.set(W),
+    ...op.get(I),
+    ...op.i32(1),
+    ...op.i32Add,
+    ...op.set(I),
+    ...op.br(0),
+    ...op.end,
+    ...op.end,
+    ...op.end,
+  ];
+  const locals = vec([
+    [...u32(i32Locals), I32],
+    [...u32(b.tempCount), V128],
+  ]);
+  return [...locals, ...code];
+}
+
+export function moduleBytes(tree: Node, plan: Plan, literals: readonly (number | null)[]): Uint8Array<ArrayBuffer> {
+  const params = 3 + plan.loadTypes.length;
+  const type = [0x60, ...vec(Array.from({ length: params }, () => [I32])), ...vec([])];
+  const code = body(tree, plan, literals);
+  const bytes = [
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...section(1, vec([type])),
+    ...section(2, vec([[...name("e"), ...name("m"), 0x02, 0x00, 0x00]])),
+    ...section(3, vec([[0]])),
+    ...section(7, vec([[...name("run"), 0x00, 0]])),
+    ...section(10, vec([[...u32(code.length), ...code]])),
+  ];
+  return new Uint8Array(bytes);
+}
