@@ -1,18 +1,23 @@
 import { expect, test } from "bun:test";
-import { bf16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
+import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
 import { fromFloats, toFloat32 } from "../../src/kernels/heavy/element-io.ts";
 
 /**
  * The GEMM operands' and results' bf16 / f16 conversions (bit shifts and bit rounding) give the
  * value-by-value converters' exact bits on every finite f32 pattern class.
  */
-test("bf16 widens exactly and f32 results narrow to bf16 / f16 as the value converters do", () => {
+test("bf16 and f16 widen exactly and f32 results narrow to bf16 / f16 as the value converters do", () => {
   const all = new Uint16Array(65536).map((_, i) => i);
   const wide = toFloat32({ type: "bf16", shape: [65536], data: all }, "t");
   let mismatches = 0;
   for (let i = 0; i < 65536; i++) {
     const e = bf16BitsToNumber(i);
     if (!(Object.is(wide[i], Math.fround(e)) || (Number.isNaN(e) && Number.isNaN(wide[i] as number)))) mismatches++;
+  }
+  const wideF16 = toFloat32({ type: "f16", shape: [65536], data: all }, "t");
+  for (let i = 0; i < 65536; i++) {
+    const e = f16BitsToNumber(i);
+    if (!(Object.is(wideF16[i], e) || (Number.isNaN(e) && Number.isNaN(wideF16[i] as number)))) mismatches++;
   }
   const words = new Uint32Array(1 << 18);
   let seed = 5;

@@ -3,6 +3,7 @@
  * f32 / f64 buffers for BLAS, int32 bit patterns for modular integer math, BigInt for 64-bit
  * integers, and the region callbacks' Scalar values.
  */
+import { F16_TO_NUMBER, encodeF16 } from "@xlaserve/stablehlo/float16.ts";
 import {
   bf16BitsToNumber,
   f16BitsToNumber,
@@ -48,6 +49,7 @@ function fillNumbers(array: NDArray, out: Float32Array | Float64Array, op: strin
   const n = out.length;
   if (isComplexType(type) || isF8(type)) throw unsupported(op, `element type ${type} has no real-valued path here`);
   if (type === "bf16" && out instanceof Float32Array) widenBf16(data as Uint16Array, out);
+  else if (type === "f16" && out instanceof Float32Array) widenF16(data as Uint16Array, out);
   else if (type === "f16") for (let i = 0; i < n; i++) out[i] = f16BitsToNumber(data[i] as number);
   else if (type === "bf16") for (let i = 0; i < n; i++) out[i] = bf16BitsToNumber(data[i] as number);
   else if (isBigIntType(type)) for (let i = 0; i < n; i++) out[i] = Number(data[i] as bigint);
@@ -58,6 +60,36 @@ function fillNumbers(array: NDArray, out: Float32Array | Float64Array, op: strin
 function widenBf16(data: Uint16Array, out: Float32Array): void {
   const bits = new Uint32Array(out.buffer, out.byteOffset, out.length);
   for (let i = 0; i < bits.length; i++) bits[i] = (data[i] as number) << 16;
+}
+
+/** f16's values as f32 bits, by f16 bits: widening copies 32-bit words instead of floats. */
+const F16_AS_F32_BITS = new Uint32Array(F16_TO_NUMBER.buffer, F16_TO_NUMBER.byteOffset, F16_TO_NUMBER.length);
+
+function widenF16(data: Uint16Array, out: Float32Array): void {
+  const bits = new Uint32Array(out.buffer, out.byteOffset, out.length);
+  for (let i = 0; i < bits.length; i++) bits[i] = F16_AS_F32_BITS[data[i] as number] as number;
+}
+
+/**
+ * f32 values to f16 bits, rounded to nearest even on the bits of the f32 value itself (no
+ * scratch store and load per element, as fastEncodeF16 needs for an f64): f16's normal range
+ * (f32 exponents 113..142) rounds by adding half an f16 step less one plus the kept lowest bit;
+ * zeros, subnormals and overflow take encodeF16, as fastEncodeF16 does for the same values,
+ * and a NaN numberToF16Bits, as before.
+ */
+function narrowToF16(values: Float32Array, out: Uint16Array): void {
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  for (let i = 0; i < bits.length; i++) {
+    const u = bits[i] as number;
+    const e = (u >>> 23) & 0xff;
+    if (e < 113 || e > 142) {
+      const v = values[i] as number;
+      out[i] = (u & 0x7fffffff) > 0x7f800000 ? numberToF16Bits(v) : encodeF16(v);
+      continue;
+    }
+    const r = (u & 0x7fffffff) + 0xfff + ((u >>> 13) & 1);
+    out[i] = ((u >>> 16) & 0x8000) | ((r >>> 13) - (112 << 10));
+  }
 }
 
 /**
@@ -86,10 +118,12 @@ export function fromFloats(type: ElemType, values: Float32Array | Float64Array, 
       return values instanceof Float64Array ? values : Float64Array.from(values);
     case "f16": {
       const out = new Uint16Array(n);
-      for (let i = 0; i < n; i++) {
-        const v = values[i] as number;
-        out[i] = Number.isNaN(v) ? numberToF16Bits(v) : fastEncodeF16(v);
-      }
+      if (values instanceof Float32Array) narrowToF16(values, out);
+      else
+        for (let i = 0; i < n; i++) {
+          const v = values[i] as number;
+          out[i] = Number.isNaN(v) ? numberToF16Bits(v) : fastEncodeF16(v);
+        }
       return out;
     }
     case "bf16": {
