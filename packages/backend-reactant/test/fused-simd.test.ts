@@ -123,7 +123,7 @@ describe("fused loops in WebAssembly SIMD", () => {
     });
   }
 
-  test("every f16 and bf16 value and midpoint rounds as the JavaScript loop rounds it", () => {
+  test("every f16 and bf16 value widens, and every value and midpoint rounds, as the JavaScript loop does", () => {
     // f32 inputs converted to each narrow type: every 16-bit pattern, its midpoints to the next
     // one, and values a quarter step either side.
     const n = 65536 * 4;
@@ -137,7 +137,27 @@ describe("fused loops in WebAssembly SIMD", () => {
     }
     const f16Inputs = new Float32Array(n);
     for (let h = 0; h < n; h++) f16Inputs[h] = (data[h] as number) * 2 ** -16;
+    // Every f16 and bf16 pattern widened to f32 (and negated, so an op follows the load).
+    for (const t of ["f16", "bf16"]) {
+      const all = new Uint16Array(65536).map((_, i) => i);
+      const text = `func.func @main(%x: tensor<65536x${t}>) -> tensor<65536xf32> {
+        %0 = stablehlo.convert %x : (tensor<65536x${t}>) -> tensor<65536xf32>
+        %1 = stablehlo.negate %0 : tensor<65536xf32>
+        return %1 : tensor<65536xf32>
+      }`;
+      const args: NDArray[] = [{ type: t as NDArray["type"], shape: [65536], data: all }];
+      expect(bytes(run(text, args, true, true))).toEqual(bytes(run(text, args, true, false)));
+    }
+    // The edges: f16's largest value and the overflow midpoint, the smallest subnormals and
+    // the normal / subnormal boundary, both signs.
+    const edges = [65504, 65519.996, 65520, 65536, 2 ** -24, 2 ** -25, 3 * 2 ** -25, 2 ** -14, 2 ** -14 - 2 ** -25];
+    const edgeValues = new Float32Array(n);
+    edges.forEach((v, i) => {
+      edgeValues[2 * i] = v;
+      edgeValues[2 * i + 1] = -v;
+    });
     for (const [t, values] of [
+      ["f16", edgeValues],
       ["bf16", data],
       ["f16", f16Inputs],
       ["f16", data],

@@ -25,6 +25,8 @@ const S = {
   i32GtU: simd(0x3c),
   i32GeU: simd(0x40),
   f32Ne: simd(0x42),
+  f32Lt: simd(0x43),
+  f32Ge: simd(0x46),
   and: simd(0x4e),
   andNot: simd(0x4f),
   or: simd(0x50),
@@ -91,22 +93,23 @@ function roundBf16(b: Body): void {
   b.emit(op.get(t), op.get(t), S.f32Ne, S.bitselect); // [x, rounded, isNaN]
 }
 
-/** The value on the stack rounded to f16's precision (subnormals, overflow and NaN included). */
+/**
+ * The value on the stack rounded to f16's precision (subnormals, overflow and NaN included).
+ * In f16's normal range by Veltkamp's split, c = x (2^13 + 1), c - (c - x): three f32 ops giving
+ * x to 11 significant bits, ties to even (tested on every midpoint); below 2^-14 to a multiple
+ * of 2^-24 by adding and taking away 0.75 (whose f32 step is 2^-24), the sign put back for a
+ * zero; from 65520 in magnitude on, infinity. NaN stays NaN (no comparison holds for it).
+ */
 function roundF16(b: Body): void {
   const t = b.temp();
-  const a = b.temp();
-  b.emit(op.set(t), op.get(t), splat32(0x7fffffff), S.and, op.set(a));
-  // NaN: itself; at least 65520 in magnitude: infinity; below 2^-14: to a multiple of 2^-24
-  // by adding and taking away 0.5 in f32; otherwise on the bits, ties to even.
-  b.emit(op.get(t));
-  b.emit(splat32(0x7f800000));
-  b.emit(op.get(a), splat32(f32Bits(0.5)), S.add, splat32(f32Bits(0.5)), S.sub);
-  b.emit(op.get(a), splat32(0xfff), S.i32Add, op.get(a), op.i32(13), S.shrU, splat32(1), S.and, S.i32Add);
-  b.emit(splat32(0xffffe000), S.and);
-  b.emit(op.get(a), splat32(0x38800000), S.i32LtU, S.bitselect); // [x, infinity, finite]
-  b.emit(op.get(a), splat32(0x477ff000), S.i32GeU, S.bitselect);
-  b.emit(op.get(t), splat32(0x80000000), S.and, S.or); // the sign back
-  b.emit(op.get(t), op.get(t), S.f32Ne, S.bitselect);
+  const c = b.temp();
+  b.emit(op.set(t));
+  b.emit(op.get(t), splat32(0x80000000), S.and, splat32(0x7f800000), S.or); // signed infinity
+  b.emit(op.get(t), splat32(f32Bits(0.75)), S.add, splat32(f32Bits(0.75)), S.sub);
+  b.emit(op.get(t), splat32(0x80000000), S.and, S.or);
+  b.emit(op.get(t), splat32(f32Bits(8193)), S.mul, op.set(c), op.get(c), op.get(c), op.get(t), S.sub, S.sub);
+  b.emit(op.get(t), S.abs, splat32(f32Bits(2 ** -14)), S.f32Lt, S.bitselect); // [inf, finite]
+  b.emit(op.get(t), S.abs, splat32(f32Bits(65520)), S.f32Ge, S.bitselect);
 }
 
 function roundTo(b: Body, t: Narrow): void {
@@ -114,17 +117,18 @@ function roundTo(b: Body, t: Narrow): void {
   else if (t === "f16") roundF16(b);
 }
 
-/** i32 lanes holding f16 bits -> their f32 values. */
+/**
+ * i32 lanes holding f16 bits -> their f32 values: the magnitude bits moved to f32's place and
+ * multiplied by 2^112, which rebiases the exponent of a normal value and turns a subnormal one
+ * (an f32 subnormal after the shift) into its exact value; infinity and NaN get f32's exponent.
+ */
 function widenF16(b: Body): void {
   const h = b.temp();
   const m = b.temp();
-  b.emit(op.set(h), op.get(h), splat32(0x7fff), S.and, op.set(m));
-  // Subnormal and zero: m * 2^-24 exactly; infinity and NaN: exponent all ones; else rebias.
-  b.emit(op.get(m), S.convertS, splat32(f32Bits(2 ** -24)), S.mul);
-  b.emit(op.get(m), op.i32(13), S.shl, splat32(0x70000000), S.i32Add);
-  b.emit(op.get(m), op.i32(13), S.shl, splat32(0x38000000), S.i32Add);
-  b.emit(op.get(m), splat32(0x7c00), S.i32GeU, S.bitselect);
-  b.emit(op.get(m), splat32(0x400), S.i32LtU, S.bitselect);
+  b.emit(op.set(h), op.get(h), splat32(0x7fff), S.and, op.i32(13), S.shl, op.set(m));
+  b.emit(op.get(m), splat32(0x7f800000), S.or); // infinity / NaN
+  b.emit(op.get(m), splat32(f32Bits(2 ** 112)), S.mul);
+  b.emit(op.get(m), splat32(0x0f800000), S.i32GeU, S.bitselect);
   b.emit(op.get(h), splat32(0x8000), S.and, op.i32(16), S.shl, S.or);
 }
 
@@ -142,16 +146,12 @@ function encode16(b: Body, t: "bf16" | "f16"): void {
     b.emit(splat32(0x7fc0), op.get(x), op.i32(16), S.shrU, op.get(x), op.get(x), S.f32Ne, S.bitselect);
     return;
   }
-  const a = b.temp();
-  b.emit(op.get(x), splat32(0x7fffffff), S.and, op.set(a));
+  // |x| times 2^-112 has f16's bits 13 places up (a subnormal f16 becomes an exact f32
+  // subnormal); at 65536 and beyond (only infinity here), 0x7c00; NaN, 0x7e00 without sign.
   b.emit(splat32(0x7e00), splat32(0x7c00));
-  // Normal: rebias on the bits; subnormal: the count of 2^-24 quanta, read off |x| + 0.5.
-  b.emit(op.get(a), splat32(f32Bits(0.5)), S.add, splat32(f32Bits(0.5)), S.i32Sub);
-  b.emit(op.get(a), splat32(0x38000000), S.i32Sub, op.i32(13), S.shrU);
-  b.emit(op.get(a), splat32(0x38800000), S.i32LtU, S.bitselect); // [nan, infinity, finite]
-  b.emit(op.get(a), splat32(0x7f800000), S.i32Eq, S.bitselect);
-  b.emit(op.get(a), splat32(0x7f800000), S.i32GtU, S.bitselect);
-  // The sign, except on NaN (canonical, positive).
+  b.emit(op.get(x), S.abs, splat32(f32Bits(2 ** -112)), S.mul, op.i32(13), S.shrU);
+  b.emit(op.get(x), S.abs, splat32(f32Bits(65536)), S.f32Ge, S.bitselect);
+  b.emit(op.get(x), op.get(x), S.f32Ne, S.bitselect);
   b.emit(op.get(x), splat32(0x80000000), S.and, op.i32(16), S.shrU, op.get(x), op.get(x), S.f32Ne, S.andNot, S.or);
 }
 

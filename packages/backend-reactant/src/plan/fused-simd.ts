@@ -25,6 +25,7 @@
  * GEMM does.
  */
 import type { ElemType, NDArray, TypedArray } from "../array.ts";
+import { F16_TO_NUMBER } from "@xlaserve/stablehlo/float16.ts";
 import { HELPERS } from "../elem/helpers.ts";
 import { SPECIAL_FUNCTIONS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import { hasFloatUnary, roundExpr, unaryExpr } from "../kernels/expr.ts";
@@ -180,6 +181,16 @@ function splitStages(
   return { root: rewrite(tree), stages };
 }
 
+/** f16's values as f32 bits, by f16 bits. */
+const F16_AS_F32_BITS = new Uint32Array(F16_TO_NUMBER.buffer, F16_TO_NUMBER.byteOffset, F16_TO_NUMBER.length);
+
+/** The first n f16 / bf16 elements of `data` as f32 at byte `at` of the memory. */
+function widenInto(data: Uint16Array, n: number, type: Narrow, mem: WebAssembly.Memory, at: number): void {
+  const bits = new Uint32Array(mem.buffer, at, n);
+  if (type === "bf16") for (let i = 0; i < n; i++) bits[i] = (data[i] as number) << 16;
+  else for (let i = 0; i < n; i++) bits[i] = F16_AS_F32_BITS[data[i] as number] as number;
+}
+
 /** Bytes of a leaf's run in memory: "d" the output's count, "r" a row, "c" a column, "s" one. */
 function leafElements(c: LeafClass, outer: number, inner: number): number {
   return c === "d" ? outer * inner : c === "r" ? inner : c === "c" ? outer : 1;
@@ -206,7 +217,9 @@ export function generateSimd(
   const valueTypes = leaves.map((l) => l.type as Narrow);
   const { root, stages } = splitStages(tree, count, classes, valueTypes);
   const total = count + stages.length;
-  const loadTypes = valueTypes.map((t, k) => (k < count ? t : "f32"));
+  // Stage results, and rows read again for every outer index (per-channel parameters), are
+  // kept as f32: a row is widened once per call instead of once per vector.
+  const loadTypes = valueTypes.map((t, k): Narrow => (k < count && classes[k] !== "r" ? t : "f32"));
   const allLiterals = [...literals, ...stages.map(() => null)];
   // A per-row stage runs as one row of `outer` elements: its column leaves become that row.
   const rowClasses = classes.map((c): LeafClass => (c === "c" ? "r" : c));
@@ -236,7 +249,9 @@ export function generateSimd(
       if (literals[k] !== null && literals[k] !== undefined) continue;
       const d = (ls[k] as NDArray).data as Float32Array | Uint16Array;
       const n = leafElements(classes[k] as LeafClass, outer, inner);
-      u8.set(new Uint8Array(d.buffer, d.byteOffset, n * (sizes[k] as number)), args[2 + k] as number);
+      if (d instanceof Uint16Array && loadTypes[k] === "f32")
+        widenInto(d, n, valueTypes[k] as Narrow, mem, args[2 + k] as number);
+      else u8.set(new Uint8Array(d.buffer, d.byteOffset, n * (sizes[k] as number)), args[2 + k] as number);
     }
     for (let s = 0; s < stages.length; s++) {
       const stage = stages[s] as Stage;
