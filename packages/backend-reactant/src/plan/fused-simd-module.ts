@@ -5,7 +5,6 @@
  * in its type's canonical bits. Vectors run past the end of a row: those lanes are written into
  * the next row, which overwrites them, or into slack the caller leaves past the output.
  */
-import type { ElemType } from "../array.ts";
 import { I32, V128, name, op, section, u32, vec } from "../blas/wasm-encode.ts";
 import type { Layout, Node } from "./fused-codegen.ts";
 
