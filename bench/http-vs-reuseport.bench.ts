@@ -1,16 +1,16 @@
 /**
- * The worker's HTTP threads and replicas against the simpler alternative, N worker processes on
- * one port through SO_REUSEPORT, side by side: the same MLP (examples/models/mlp), the same JSON
- * request, the same load generator and the same cores. Three servers, started through the real
- * CLI and alive together, taking turns under load (each round loads each in turn):
+ * N worker processes on one port through SO_REUSEPORT against one process, side by side: the same
+ * MLP (examples/models/mlp), the same JSON request, the same load generator and the same cores.
+ * Two servers, started through the real CLI and alive together, taking turns under load (each
+ * round loads each in turn):
  *
  *   anchor     one `xlaserve serve` process (one HTTP thread)
- *   threads    one `xlaserve serve --http-threads N` (N HTTP threads, replicas of the MLP on the
- *              extra ones)
  *   reuseport  `xlaserve node --cpu --workers N` (N serve processes on one port)
  *
- * Throughput and p50 / p99 for each, and the ratios threads / anchor, reuseport / anchor and
- * threads / reuseport (the verdict: the threads stay only where that is above 1). Where the
+ * Throughput and p50 / p99 for each, and the ratio reuseport / anchor. This bench once also ran
+ * `serve --http-threads N` (extra HTTP threads with replicas of the MLP); its results of
+ * 2026-12-02 (bench/results/http-vs-reuseport-{2,4,8}-2026-12-02T01-2*.json) are why those threads
+ * were removed: they did not beat N processes and had the worse p99 at every N. Where the
  * machine has at least 2N cores, the servers are pinned (taskset) to cores 0..N-1 and the load
  * generator to the next N; otherwise nothing is pinned, and the result says so.
  *
@@ -132,9 +132,8 @@ const servers: Server[] = [];
 const figures: Record<string, HttpLoadResult[]> = {};
 try {
   servers.push(await start("anchor", ["serve"]));
-  servers.push(await start("threads", ["serve", "--http-threads", String(n)]));
   servers.push(await start("reuseport", ["node", "--cpu", "--workers", String(n)]));
-  // Warm-up: past the requests after which the MLP runs inline (and, with threads, on replicas).
+  // Warm-up: past the requests after which the MLP runs inline.
   for (const s of servers) await load(s, 3);
   for (let r = 0; r < rounds; r++) {
     for (const s of servers) {
@@ -171,24 +170,13 @@ for (const [label, list] of Object.entries(figures)) {
 }
 const rps = (label: string) => summary[label]?.rps ?? null;
 result.ratio(
-  "threadsOverAnchor",
-  { label: `--http-threads ${n}, req/s`, value: rps("threads") },
-  { label: "one process, req/s", value: rps("anchor") },
-);
-result.ratio(
   "reuseportOverAnchor",
   { label: `node --workers ${n}, req/s`, value: rps("reuseport") },
   { label: "one process, req/s", value: rps("anchor") },
 );
 result.ratio(
-  "threadsOverReuseport",
-  { label: `--http-threads ${n}, req/s`, value: rps("threads") },
-  { label: `node --workers ${n} (SO_REUSEPORT), req/s`, value: rps("reuseport") },
-  ">1",
-);
-result.ratio(
-  "threadsP99OverReuseportP99",
-  { label: `--http-threads ${n}, p99 ms`, value: summary.threads?.p99Ms ?? null },
+  "reuseportP99OverAnchorP99",
   { label: `node --workers ${n}, p99 ms`, value: summary.reuseport?.p99Ms ?? null },
+  { label: "one process, p99 ms", value: summary.anchor?.p99Ms ?? null },
 );
 result.write();

@@ -4,7 +4,7 @@
  * is what the worker's HTTP layer and codec (plus the model) cost over Bun itself.
  *
  *   bun bench/http.bench.ts [--target worker|registry|http-only] [--dynamic-batching] [--duration 8] [--connections 16]
- *                           [--rounds 2] [--generator wrk|bun] [--engine auto|reactant|pjrt] [--http-threads N]
+ *                           [--rounds 2] [--generator wrk|bun] [--engine auto|reactant|pjrt]
  *                           [--wrk-threads 1] [--results-dir DIR]
  *
  * target worker (default): apps/worker's startWorker over a temp copy of examples/models/mlp,
@@ -15,9 +15,6 @@
  * the figure is the HTTP layer and codec alone.
  * The load generator runs in its own process: wrk (Debian package) when installed, else N
  * keep-alive fetch loops in a Bun subprocess (bench/lib/http-load.ts).
- * --http-threads N (worker target): the worker accepts on N threads (config server.httpThreads),
- * and the run also measures bare Bun.serve on N threads of its own (SO_REUSEPORT), for the
- * same-threads ratio beside the goal's (which is against one bare Bun.serve, as the issue puts it).
  * Writes bench/results/http-<date>.json (http-<target>-<date>.json for the stand-in targets) in
  * the shape of bench/lib/results.ts.
  */
@@ -40,8 +37,7 @@ const { values: args } = parseArgs({
     // program whose bits can differ); this measures it on.
     "dynamic-batching": { type: "boolean", default: false },
     engine: { type: "string" },
-    "http-threads": { type: "string", default: "1" },
-    // wrk's own threads: one wrk thread tops out near 100k req/s, below several server threads.
+    // wrk's own threads: one wrk thread tops out near 100k req/s.
     "wrk-threads": { type: "string", default: "1" },
     "results-dir": { type: "string" },
   },
@@ -51,8 +47,7 @@ const benchDir = import.meta.dir;
 // The command as typed from the repository root (argv holds this machine's absolute paths).
 const result = new BenchResult(
   (args.target === "worker" ? (args["dynamic-batching"] ? "http-dynamic-batching" : "http") : `http-${args.target}`) +
-    (args.engine ? `-${args.engine}` : "") +
-    (Number(args["http-threads"]) > 1 ? `-threads${args["http-threads"]}` : ""),
+    (args.engine ? `-${args.engine}` : ""),
   ["bun", "bench/http.bench.ts", ...process.argv.slice(2)],
 );
 result.dir = resultsDir(args["results-dir"]);
@@ -62,7 +57,6 @@ const duration = Number(args.duration);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
 const generator = args.generator === "wrk" || args.generator === "bun" ? args.generator : defaultGenerator();
-const httpThreads = Number(args["http-threads"]);
 const wrkThreads = Number(args["wrk-threads"]);
 
 const requestBody = MLP_REQUEST_BODY;
@@ -87,33 +81,16 @@ const bare = Bun.serve({
   },
 });
 const bareUrl = `http://127.0.0.1:${bare.port}/v2/models/mlp/infer`;
-// Bare Bun.serve on as many threads as the worker accepts on (SO_REUSEPORT), when that is past one.
-const bareThreads = httpThreads > 1 ? await startBareThreads(httpThreads, responseText) : null;
 
-const figures: { bare: LoadResult[]; xlaserve: LoadResult[]; bareThreads: LoadResult[] } = {
-  bare: [],
-  xlaserve: [],
-  bareThreads: [],
-};
-let replicasAfterWarmUp: unknown = null;
+const figures: { bare: LoadResult[]; xlaserve: LoadResult[] } = { bare: [], xlaserve: [] };
 try {
-  const urls = [bareUrl, inferUrl, ...(bareThreads ? [bareThreads.url] : [])];
-  for (const url of urls) await runLoad({ url, body: requestBody, connections, seconds: 2 }); // warm-up
-  // The worker's other threads serve the MLP themselves once it runs inline (after a few hundred
-  // requests, which the warm-up sent); wait for that so the rounds measure the steady state.
-  if (target.replicas) replicasAfterWarmUp = await target.replicas();
+  for (const url of [bareUrl, inferUrl]) await runLoad({ url, body: requestBody, connections, seconds: 2 }); // warm-up
   for (let round = 0; round < rounds; round++) {
     figures.bare.push(await runLoad({ url: bareUrl, body: requestBody, connections, seconds: duration }));
     figures.xlaserve.push(await runLoad({ url: inferUrl, body: requestBody, connections, seconds: duration }));
-    if (bareThreads) {
-      figures.bareThreads.push(
-        await runLoad({ url: bareThreads.url, body: requestBody, connections, seconds: duration }),
-      );
-    }
   }
 } finally {
   bare.stop(true);
-  await bareThreads?.stop();
   await target.stop();
 }
 
@@ -142,12 +119,8 @@ result.figure("load", {
   rounds,
   loadAverageAtStart: loadAtStart,
 });
-result.figure("httpThreads", httpThreads);
-if (replicasAfterWarmUp !== null) result.figure("httpThreadFigures", replicasAfterWarmUp);
 result.figure("bare", bareSummary);
 result.figure("xlaserve", xlaSummary);
-const bareThreadsSummary = bareThreads ? summary(figures.bareThreads) : null;
-if (bareThreadsSummary) result.figure("bareThreads", bareThreadsSummary);
 console.log(`target ${target.kind}, generator ${generator}, ${connections} connections, ${rounds} x ${duration} s`);
 console.log(`bare Bun.serve : ${bareSummary.rps} req/s  p50 ${bareSummary.p50Ms} ms  p99 ${bareSummary.p99Ms} ms`);
 console.log(`xlaserve mlp   : ${xlaSummary.rps} req/s  p50 ${xlaSummary.p50Ms} ms  p99 ${xlaSummary.p99Ms} ms`);
@@ -157,16 +130,6 @@ result.ratio(
   { label: "bare Bun.serve req/s", value: bareSummary.rps },
   ">= 0.6",
 );
-if (bareThreadsSummary) {
-  console.log(
-    `bare x${httpThreads}      : ${bareThreadsSummary.rps} req/s  p50 ${bareThreadsSummary.p50Ms} ms  p99 ${bareThreadsSummary.p99Ms} ms`,
-  );
-  result.ratio(
-    "requests_per_second_same_threads",
-    { label: `xlaserve on ${httpThreads} HTTP threads req/s`, value: xlaSummary.rps },
-    { label: `bare Bun.serve on ${httpThreads} threads (SO_REUSEPORT) req/s`, value: bareThreadsSummary.rps },
-  );
-}
 // The throughput ratio when the server is CPU-bound; steadier than req/s on a shared machine.
 result.ratio(
   "server_cpu_per_request",
@@ -184,40 +147,6 @@ interface Target {
   url: string;
   kind: string;
   stop(): Promise<void>;
-  /** Waits (up to 20 s) until the worker's other HTTP threads hold the MLP; their figures. */
-  replicas?(): Promise<unknown>;
-}
-
-/** `threads` bare Bun.serve instances on one port (bench/lib/bare-serve-thread.ts). */
-async function startBareThreads(threads: number, text: string): Promise<{ url: string; stop(): Promise<void> }> {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
-  const port = probe.port as number;
-  probe.stop(true);
-  const workers: Worker[] = [];
-  for (let i = 0; i < threads; i++) {
-    const w = new Worker(new URL("./lib/bare-serve-thread.ts", import.meta.url).href);
-    await new Promise<void>((resolve, reject) => {
-      w.onmessage = () => resolve();
-      w.onerror = (e) => reject(new Error(`bare thread: ${e.message}`));
-      w.postMessage({ port, responseText: text });
-    });
-    workers.push(w);
-  }
-  return {
-    url: `http://127.0.0.1:${port}/v2/models/mlp/infer`,
-    stop: async () => {
-      await Promise.all(
-        workers.map(
-          (w) =>
-            new Promise<void>((resolve) => {
-              w.onmessage = () => resolve();
-              w.postMessage("stop");
-            }),
-        ),
-      );
-      for (const w of workers) w.terminate();
-    },
-  };
 }
 
 async function startTarget(kind: string): Promise<Target> {
@@ -261,22 +190,12 @@ async function startTarget(kind: string): Promise<Target> {
       cache: { stateDir: join(root, "state") },
       repository: { dynamic: false },
       concurrency: { dynamicBatching: args["dynamic-batching"] === true },
-      server: { httpThreads },
       ...(args.engine ? { engine: args.engine as "auto" | "reactant" | "pjrt" } : {}),
     },
   });
   return {
     url: worker.url,
-    kind: `worker (${worker.engine.engine} engine${httpThreads > 1 ? `, ${httpThreads} HTTP threads` : ""})`,
-    replicas: async () => {
-      const deadline = performance.now() + 20_000;
-      while (performance.now() < deadline) {
-        const f = worker.fronts?.figures();
-        if (!f || (f.replicas.mlp?.threads ?? 0) >= f.threads) break;
-        await fetch(`${worker.url}/v2/models/mlp/infer`, { method: "POST", body: requestBody });
-      }
-      return worker.fronts?.figures() ?? null;
-    },
+    kind: `worker (${worker.engine.engine} engine)`,
     stop: async () => {
       await worker.stop();
       rmSync(root, { recursive: true, force: true });

@@ -46,8 +46,7 @@
 #                  $HEDGED_SETTINGS (loadThreads:hedgeLoads list) and $HEDGED_ROUNDS change them
 #   thread-loads   bench/gpu/diag/thread-vs-main-loads.ts for ResNet-50 b1 and b32: loads on a loader
 #                  thread against loads on the client's thread, in turns, in one process
-#   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT, and the CPU engine
-#                  on 1, 2, 4 and 8 HTTP threads (issue 6; wrk from .device/debs)
+#   http           bench/http.bench.ts on this host's cores, CPU engine and PJRT (wrk from .device/debs)
 #   grpc           bench/grpc.bench.ts: gRPC ModelInfer on the MLP vs REST and vs a bare grpc-js
 #                  server, and a 64 MiB input inline vs through shared memory; CPU engine and PJRT
 #   scheduler      bench/offered-load.bench.ts: offered-load curves with coalescing off and on (the
@@ -56,8 +55,8 @@
 #                  fair): PJRT with the MLP and ResNet-50 (skipped, saying so, without a PJRT plugin),
 #                  then the CPU engine with the examples on this host's cores
 #   http-vs-reuseport  bench/http-vs-reuseport.bench.ts: one worker process (the anchor) against
-#                  --http-threads N and against `xlaserve node --workers N` (N processes on one port,
-#                  SO_REUSEPORT), the same MLP and load generator, N = 2, 4, 8 (up to the cores)
+#                  `xlaserve node --workers N` (N processes on one port, SO_REUSEPORT), the same MLP
+#                  and load generator, N = 2, 4, 8 (up to the cores)
 #   part1 = setup export compile-load restart first-result cpu
 #   part2 = setup export worker-start memory memory-worker
 #   all   = setup export compile-load restart first-result worker-start memory memory-worker cpu
@@ -348,12 +347,6 @@ for phase in "${ordered[@]}"; do
     http)
       # The CPU engine on this host's 16 cores, then the MLP on the GPU through PJRT.
       run_step http 120 bun bench/http.bench.ts --engine reactant --results-dir "$RES"
-      # The worker accepting on several threads (server.httpThreads), under a load generator of
-      # 4 threads and 64 connections that one server thread cannot saturate.
-      for t in 1 2 4 8; do
-        run_step http-threads$t 120 bun bench/http.bench.ts --engine reactant --http-threads $t --wrk-threads 4 \
-          --connections 64 --duration 5 --results-dir "$RES"
-      done
       if [ -n "${XLASERVE_PJRT_PLUGIN:-}" ]; then
         run_step http-pjrt 120 bun bench/http.bench.ts --engine pjrt --results-dir "$RES"
       else

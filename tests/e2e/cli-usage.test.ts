@@ -62,6 +62,21 @@ describe("xlaserve CLI usage", () => {
     expect(command.err).toContain('unknown command "sevre"; did you mean serve?');
   });
 
+  test("--http-threads and XLASERVE_HTTP_THREADS were removed: each says to use node --workers", async () => {
+    const flag = await cli(["serve", "--http-threads", "2"]);
+    expect(flag.code).toBe(2);
+    expect(flag.err).toContain("--http-threads was removed");
+    expect(flag.err).toContain("xlaserve node --workers N");
+    noStack(flag.err);
+    const env = { ...process.env, XLASERVE_HTTP_THREADS: "2", XLASERVE_PORT: "0" };
+    const p = Bun.spawn([process.execPath, MAIN, "serve"], { stdout: "pipe", stderr: "pipe", env });
+    const [err, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    expect(code).not.toBe(0);
+    expect(err).toContain("server.httpThreads (env XLASERVE_HTTP_THREADS)");
+    expect(err).toContain("xlaserve node --workers N");
+    noStack(err);
+  });
+
   test("bad values and missing folders are one clear line each, no stack trace", async () => {
     const r = repo();
     for (const [args, words] of [

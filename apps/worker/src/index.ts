@@ -5,11 +5,10 @@ import type { Config } from "@xlaserve/core/config/schema.ts";
 import type { EngineChoice } from "@xlaserve/core/engine/select.ts";
 import type { Metrics, RunningServer } from "@xlaserve/server";
 import { grpcPortFor } from "./http/grpc.ts";
-import { assertPortFree } from "./start/http-threads.ts";
+import { assertPortFree } from "./start/port-free.ts";
 import type { ServerInfo } from "@xlaserve/server/contract.ts";
 import { chooseEngine, createBackend } from "./engine/create-backend.ts";
 import { quietPort } from "./http/quiet-port.ts";
-import type { FrontPool } from "./http-threads/front-pool.ts";
 import { formatBytes } from "./memory/budget.ts";
 import { ModelRegistry } from "./repository/registry.ts";
 import { VerifiedWeightsMemo } from "./repository/verified-weights.ts";
@@ -46,8 +45,6 @@ export interface StartedWorker {
   readonly watcher: RepositoryWatcher | null;
   readonly backend: AbstractBackend;
   readonly logger: Logger;
-  /** The extra HTTP threads (config server.httpThreads past 1), else null. */
-  readonly fronts: FrontPool | null;
   stop(): Promise<void>;
 }
 
@@ -104,7 +101,6 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
   const metrics = new http.Metrics();
   const extra = workerGauges(metrics, http.Counter, http.Gauge);
 
-  let fronts: FrontPool | null = null;
   const serverInfo = (): ServerInfo => ({
     name: "xlaserve",
     version: WORKER_VERSION,
@@ -115,8 +111,6 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       plugin: engine.plugin?.path ?? null,
       device: identity,
       budget: registry.budgetExtra().budget ?? null,
-      // The extra HTTP threads' figures (requests each answered itself and relayed; replicas), or null.
-      httpThreads: fronts?.figures() ?? null,
     },
   });
   const registry: ModelRegistry = new ModelRegistry({
@@ -186,10 +180,9 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
       registry,
       metrics,
       logger,
-      backend,
       grpcPort,
     });
-    ({ server, fronts } = serving);
+    ({ server } = serving);
     listening = server;
   } catch (err) {
     await watcher?.stop();
@@ -213,9 +206,6 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     stopping ??= (async () => {
       log.info("stopping: draining requests");
       await watcher?.stop();
-      // The other HTTP threads stop accepting first; what they relay meanwhile is still answered here.
-      await fronts?.stop();
-      registry.attachReplicaHost(null);
       await registry.shutdown(); // refuses new work, waits for in-flight requests
       await quietPort(server);
       // Streams still open get a moment to end, then are cancelled.
@@ -241,7 +231,6 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     watcher,
     backend,
     logger,
-    fronts,
     stop,
   };
 }

@@ -45,11 +45,6 @@ Options (every one also has an XLASERVE_* environment form; flags win):
   --host ADDR          interface to bind (default 127.0.0.1)
   --grpc-port N        gRPC port, inference.GRPCInferenceService (XLASERVE_GRPC_PORT; default
                        8001; 0 turns it off; with --port 0 and no --grpc-port, a free one)
-  --http-threads N     threads accepting connections on the port (XLASERVE_HTTP_THREADS;
-                       default 1; Linux). Past 1, each extra thread answers requests for the
-                       models that run inline (small CPU-engine programs) on its own copy of
-                       them, and relays everything else to the main thread; where no model
-                       could run on them (PJRT, dynamic batching) the worker keeps one thread
   --config FILE        YAML or JSON configuration file
   --engine NAME        auto | pjrt | reactant (XLASERVE_ENGINE; default auto: PJRT when a
                        compatible plugin loads, else the CPU engine)
@@ -154,6 +149,12 @@ function num(v: string | undefined, flag: string): number | undefined {
 
 /** Flags -> configuration overrides (validated by the core schema, with clear errors). */
 export function overridesFromFlags(values: Values): WorkerOverrides {
+  // Still parsed so that a command line using it hears what replaced it, not "unknown option".
+  if (values["http-threads"] !== undefined) {
+    throw new UsageError(
+      "--http-threads was removed (extra HTTP threads did not beat N worker processes on one port); use `xlaserve node --workers N` instead",
+    );
+  }
   const residency: Record<string, string> = {};
   for (const r of values.residency ?? []) {
     const [model, value] = r.split("=");
@@ -163,7 +164,7 @@ export function overridesFromFlags(values: Values): WorkerOverrides {
   const config: Record<string, unknown> = {
     engine: values.engine,
     pjrt: { plugin: values.plugin },
-    server: { authToken: values["auth-token"], httpThreads: num(values["http-threads"], "http-threads") },
+    server: { authToken: values["auth-token"] },
     repository: {
       dynamic: values["no-watch"] ? false : undefined,
       pollIntervalMs: num(values["poll-interval-ms"], "poll-interval-ms"),

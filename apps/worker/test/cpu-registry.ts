@@ -1,6 +1,6 @@
 /**
  * Test support: a model registry over the real CPU engine on its own thread, for the tests of
- * what runs beside the engine thread (inline runs, replicas). Everything it creates is freed by
+ * what runs beside the engine thread (inline runs). Everything it creates is freed by
  * disposeCpuRegistries (call it in afterEach).
  */
 import { type HostTensor, tensorBytes } from "@xlaserve/core";

@@ -37,8 +37,8 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
       try {
         // the hash handed over is the one the identity names (no re-hash of the plugin file)
         expect(be.identity().buildId).toBe("mock-xla-1+0123456789abcdef");
-        // inline runs (a second instance on the HTTP thread) and HTTP-thread replicas are for the
-        // CPU engine only: PJRT offers neither, and computes asynchronously
+        // inline runs (a second instance on the HTTP thread) are for the CPU engine only: PJRT
+        // offers none, and computes asynchronously
         expect(be.localTwin).toBeUndefined();
         expect(be.spawnSpec).toBeUndefined();
         expect(be.serialCompute).toBe(false);

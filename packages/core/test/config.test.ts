@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type XlaserveError, loadConfig } from "../src/index.ts";
+import { validateConfig } from "../src/config/load.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "xlaserve-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -57,7 +58,6 @@ describe("loadConfig", () => {
       file: path,
       env: {
         XLASERVE_PORT: "9100",
-        XLASERVE_HTTP_THREADS: "3",
         XLASERVE_ENGINE: "reactant",
         XLASERVE_MODEL_REPOSITORY: "/srv/models",
         XLASERVE_PJRT_PLUGIN: "/opt/pjrt/plugin.so",
@@ -75,7 +75,6 @@ describe("loadConfig", () => {
       maxBodyBytes: 64 * 1024 * 1024,
       readiness: "strict",
       reusePort: false,
-      httpThreads: 3,
       grpcPort: 8001,
       grpcMaxMessageBytes: 512 * 1024 * 1024,
     });
@@ -163,12 +162,30 @@ describe("loadConfig", () => {
       ]);
     }
     const file = join(dir, "fraction.yaml");
-    writeFileSync(file, "server:\n  httpThreads: 2.5\n");
+    writeFileSync(file, "pjrt:\n  loadThreads: 2.5\n");
     expect(configError(() => loadConfig({ file, env: {} })).details.errors).toMatchObject([
-      { path: "server.httpThreads", found: "2.5", source: `file ${file}` },
+      { path: "pjrt.loadThreads", found: "2.5", source: `file ${file}` },
     ]);
     // whole numbers written with spaces or a sign still count
     expect(loadConfig({ env: { XLASERVE_PJRT__LOAD_THREADS: " +3 " } }).pjrt.loadThreads).toBe(3);
+  });
+
+  test("server.httpThreads was removed: a file, the environment or an override setting it is told to use node --workers", () => {
+    const file = join(dir, "threads.yaml");
+    writeFileSync(file, "server:\n  httpThreads: 4\n");
+    for (const [made, source] of [
+      [() => loadConfig({ file, env: {} }), `file ${file}`],
+      [() => loadConfig({ env: { XLASERVE_HTTP_THREADS: "2" } }), "env XLASERVE_HTTP_THREADS"],
+      [() => loadConfig({ env: { XLASERVE_SERVER__HTTP_THREADS: "2" } }), "env XLASERVE_SERVER__HTTP_THREADS"],
+      [() => validateConfig({ server: { httpThreads: 1 } }), "given value"],
+    ] as const) {
+      const err = configError(made);
+      expect(err.message).toContain(`server.httpThreads (${source})`);
+      expect(err.message).toContain("xlaserve node --workers N");
+      expect(err.details.removed).toEqual(["server.httpThreads"]);
+    }
+    // Not setting it is fine, and it is gone from the parsed configuration.
+    expect("httpThreads" in loadConfig({ env: {} }).server).toBe(false);
   });
 
   test("where programs run is configuration too: XLASERVE_ENGINE_THREAD and XLASERVE_INLINE_MAX_US", () => {

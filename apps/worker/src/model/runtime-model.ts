@@ -2,7 +2,6 @@ import type { AbstractBackend, DeviceBuffer, HostTensor, Logger } from "@xlaserv
 import { XlaserveError, uploadAll } from "@xlaserve/core";
 import type { Bundle, BundleModule, TensorSpec } from "@xlaserve/core/bundle/types.ts";
 import type { InferRequest, ModelStats, ServedModel } from "@xlaserve/server/contract.ts";
-import type { ReplicaSpec } from "../http-threads/protocol.ts";
 import { type InlineVerdict, isInlineHost } from "../inline/inline-runs.ts";
 import type { Residency } from "../memory/budget.ts";
 import type { WeightManager, WeightOwner } from "../memory/weights.ts";
@@ -17,14 +16,12 @@ import { INLINE_MAX_WEIGHT_BYTES, prepareInlineRuns } from "./inline-prep.ts";
 import { ModelPrograms } from "./model-programs.ts";
 import { type ProbeResult, type ProbedProgram, resultOf, runProbe, warmUp } from "./probe.ts";
 import type { LoadedProgram, ProgramRecord, ProgramTarget } from "./program-types.ts";
-import { buildReplicaSpec } from "./replica-spec.ts";
 import { RecentWaits, addStats, copyStats, zeroStats } from "./stats.ts";
 import type { RuntimeHooks, RuntimeModelOptions } from "./runtime-options.ts";
 
 export type { CacheOutcome, LoadedProgram, ProgramRecord, ProgramSource } from "./program-types.ts";
 export type { ProbeResult, ProbedProgram } from "./probe.ts";
 export { INLINE_MAX_WEIGHT_BYTES } from "./inline-prep.ts";
-export { REPLICA_MAX_FACTOR } from "./replica-spec.ts";
 export type { ModelQueueOptions, RuntimeHooks, RuntimeModelOptions } from "./runtime-options.ts";
 
 let nextOwnerId = 0;
@@ -90,10 +87,6 @@ export class RuntimeModel implements ServedModel {
    */
   onInlineDue: (() => void) | null = null;
   private untilInlineDue = INLINE_AFTER_REQUESTS;
-  /** Called when this version is retired (a swap, an unload, shutdown). */
-  onRetired: (() => void) | null = null;
-  /** Each program's inline timing from prepareInline (what replicaSpec decides by); null before. */
-  private inlineTimings: readonly InlineVerdict[] | null = null;
 
   private readonly counters = zeroStats();
   private readonly queueWaits = new RecentWaits();
@@ -355,7 +348,6 @@ export class RuntimeModel implements ServedModel {
     this.inlineAsked = true;
     const stillWanted = () => !this.retired && !this.disposed;
     const { runs, verdicts } = await prepareInlineRuns(this, backend, maxUs, stillWanted);
-    this.inlineTimings = verdicts;
     if (!runs) return verdicts;
     if (!stillWanted()) {
       runs.dispose();
@@ -369,24 +361,6 @@ export class RuntimeModel implements ServedModel {
     this.placements.useInline(runs);
     this.queue.gatherInTurn = true;
     return verdicts;
-  }
-
-  /**
-   * What another HTTP thread needs to run this model itself (replica-spec.ts). Null for a model
-   * with input-shape variants (a replica takes every request that reaches its thread), for one
-   * not timed yet (prepareInline), and for one the timing ruled out.
-   */
-  async replicaSpec(maxUs: number): Promise<ReplicaSpec | null> {
-    const backend = this.backend;
-    const verdicts = this.inlineTimings;
-    if (!verdicts || this.retired || this.disposed || this.programs.hasVariants) return null;
-    if (maxUs <= 0 || !isInlineHost(backend) || this.weightBytes > INLINE_MAX_WEIGHT_BYTES) return null;
-    return buildReplicaSpec(this, backend, verdicts, maxUs);
-  }
-
-  /** Adds what a replica on another HTTP thread answered into this model's statistics. */
-  addReplicaStats(d: ModelStats): void {
-    addStats(this.counters, d);
   }
 
   /**
@@ -418,11 +392,9 @@ export class RuntimeModel implements ServedModel {
 
   /** Retires this version: new requests go to `successor` (or fail as unloaded when null). */
   retire(successor: RuntimeModel | null, error?: XlaserveError): void {
-    const first = !this.retired;
     this.retired = true;
     this.successor = successor;
     this.retiredError = error ?? null;
-    if (first) this.onRetired?.();
   }
 
   /** Resolves once no request runs or waits on this version. */

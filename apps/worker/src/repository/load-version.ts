@@ -11,7 +11,7 @@ import type { DeviceLock } from "../scheduler/device-lock.ts";
 import type { DeviceScheduler } from "../scheduler/device-scheduler.ts";
 import { type SchedulingConfig, queueOptions } from "../scheduler/settings.ts";
 import type { AdmissionTurn } from "./admission-turn.ts";
-import type { InlineReplicas } from "./inline-replicas.ts";
+import type { InlinePreparation } from "./inline-preparation.ts";
 import { reportBatchInvariance } from "./invariance-report.ts";
 import { LoadPhases, loadedLogFields } from "./load-report.ts";
 import { probeOrReuse } from "./probe-step.ts";
@@ -29,7 +29,7 @@ export interface LoadHost {
   readonly scheduler: DeviceScheduler;
   readonly scheduling: SchedulingConfig;
   readonly weightFit: WeightAdmission;
-  readonly inlineReplicas: InlineReplicas;
+  readonly inlinePreparation: InlinePreparation;
   readonly admission: AdmissionTurn;
   /** Measurements running beside the requests (shutdown waits for them). */
   readonly background: Set<Promise<void>>;
@@ -154,9 +154,8 @@ export async function loadVersion(host: LoadHost, slot: Slot, dir: string, finge
     if (!host.starting) host.resolveBudget(old ? "replace" : "load");
     const loaded = model;
     if ((host.options.inlineMaxUs ?? 0) > 0 && isInlineHost(host.options.backend)) {
-      loaded.onInlineDue = () => host.inlineReplicas.prepare(loaded);
+      loaded.onInlineDue = () => host.inlinePreparation.prepare(loaded);
     }
-    loaded.onRetired = () => host.inlineReplicas.drop(loaded.name, loaded.generation);
     if (host.options.measureBatchInvariance) {
       const job = reportBatchInvariance(loaded, host.log, host.options.concurrency.dynamicBatching ?? false).finally(
         () => host.background.delete(job),

@@ -5,7 +5,6 @@ import { XlaserveError, asXlaserveError } from "@xlaserve/core";
 import { discoverBundles } from "@xlaserve/core/bundle/load.ts";
 import type {
   ModelRegistryView,
-  ModelStats,
   ModelState,
   RepositoryEntry,
   ServedModel,
@@ -17,7 +16,7 @@ import { DeviceScheduler } from "../scheduler/device-scheduler.ts";
 import { type SchedulingConfig, defaultScheduling, schedulerOptions } from "../scheduler/settings.ts";
 import type { RuntimeModel } from "../model/runtime-model.ts";
 import { WeightManager } from "../memory/weights.ts";
-import { InlineReplicas, type ReplicaHost } from "./inline-replicas.ts";
+import { InlinePreparation } from "./inline-preparation.ts";
 import { round1 } from "./load-report.ts";
 import { WeightAdmission, budgetLogFields } from "./weight-admission.ts";
 import { AdmissionTurn } from "./admission-turn.ts";
@@ -25,7 +24,6 @@ import type { BudgetCause, RegistryOptions, Slot } from "./registry-options.ts";
 import { enqueueOnSlot, refuseSlot } from "./slot-states.ts";
 import { type LoadHost, loadVersion } from "./load-version.ts";
 
-export type { ReplicaHost } from "./inline-replicas.ts";
 export type { BudgetCause, RegistryHooks, RegistryOptions } from "./registry-options.ts";
 
 /**
@@ -47,7 +45,7 @@ export class ModelRegistry implements ModelRegistryView {
   private warming: Promise<void> = Promise.resolve();
   /** Who fits the weight budget. */
   private readonly weightFit: WeightAdmission;
-  private readonly inlineReplicas: InlineReplicas;
+  private readonly inlinePreparation: InlinePreparation;
   /** Measurements running beside the requests (shutdown waits for them). */
   private readonly background = new Set<Promise<void>>();
   /** Serializes the budget checks and swaps of concurrent loads (see load-version.ts). */
@@ -59,7 +57,7 @@ export class ModelRegistry implements ModelRegistryView {
     this.weightFit = new WeightAdmission(options.memory, options.backend);
     this.scheduling = options.scheduling ?? defaultScheduling();
     this.scheduler = new DeviceScheduler(schedulerOptions(this.scheduling, options.backend));
-    this.inlineReplicas = new InlineReplicas(options.inlineMaxUs ?? 0, options.log);
+    this.inlinePreparation = new InlinePreparation(options.inlineMaxUs ?? 0, options.log);
     const hooks = options.hooks ?? {};
     this.weights = new WeightManager(options.log, {
       onLoad: (model, bytes, seconds) => hooks.weightLoad?.(model, bytes, seconds),
@@ -263,8 +261,6 @@ export class ModelRegistry implements ModelRegistryView {
     await this.enqueue(slot, async () => {
       const model = slot.current;
       if (!model || this.slots.get(to)?.current) return;
-      // The other HTTP threads hold the model by name: take it back first, hand it out again after.
-      this.inlineReplicas.drop(from, model.generation);
       model.name = to;
       this.slots.delete(from);
       this.slots.set(to, {
@@ -277,8 +273,6 @@ export class ModelRegistry implements ModelRegistryView {
         attempted: slot.attempted,
       });
       done = true;
-      void this.inlineReplicas.publish(model);
-      await this.inlineReplicas.sync();
       this.log.info("model renamed", { model: to, from, dir, recompiled: false });
     });
     return done;
@@ -291,7 +285,7 @@ export class ModelRegistry implements ModelRegistryView {
     const err = new XlaserveError("SHUTTING_DOWN", "the worker is shutting down");
     const current = this.models();
     for (const m of current) m.retire(null, err);
-    await this.inlineReplicas.settled(); // each stops at its next step once retired
+    await this.inlinePreparation.settled(); // each stops at its next step once retired
     await Promise.allSettled([...this.background]);
     await Promise.all(current.map((m) => m.drain()));
     for (const m of current) m.dispose();
@@ -315,7 +309,7 @@ export class ModelRegistry implements ModelRegistryView {
       scheduler: r.scheduler,
       scheduling: r.scheduling,
       weightFit: r.weightFit,
-      inlineReplicas: r.inlineReplicas,
+      inlinePreparation: r.inlinePreparation,
       admission: r.admission,
       background: r.background,
       log: r.log,
@@ -369,25 +363,12 @@ export class ModelRegistry implements ModelRegistryView {
     return refuseSlot(slot, reason, this.log);
   }
 
-  /** The worker's other HTTP threads, which run the models that qualify themselves (inline-replicas.ts). */
-  attachReplicaHost(host: ReplicaHost | null): void {
-    this.inlineReplicas.attach(host, this.models());
-  }
-
-  /** A replica's statistics, added into the model's own when it is still that version. */
-  addReplicaStats(name: string, generation: number, stats: ModelStats): void {
-    const current = this.slots.get(name)?.current;
-    if (current && current.generation === generation) current.addReplicaStats(stats);
-  }
-
   private async doUnload(slot: Slot, why: string): Promise<void> {
     const old = slot.current;
     if (!old) return;
     slot.state = "UNLOADING";
     slot.current = null;
     old.retire(null);
-    // Unloaded means unloaded on every HTTP thread too: their copies are dropped before this returns.
-    await this.inlineReplicas.sync();
     await old.drain();
     old.dispose();
     slot.state = "UNAVAILABLE";

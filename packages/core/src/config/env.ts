@@ -1,5 +1,6 @@
 import type { TObject, TSchema } from "@sinclair/typebox";
 import { closestName, didYouMean } from "../suggest.ts";
+import { isRemovedSetting } from "./removed-settings.ts";
 import { ConfigSchema } from "./schema.ts";
 
 /**
@@ -14,6 +15,7 @@ export const ENV_SHORTCUTS: Readonly<Record<string, readonly string[]>> = {
   XLASERVE_HOST: ["server", "host"],
   XLASERVE_PORT: ["server", "port"],
   XLASERVE_AUTH_TOKEN: ["server", "authToken"],
+  // Removed (removed-settings.ts): kept so that setting it says what replaced it.
   XLASERVE_HTTP_THREADS: ["server", "httpThreads"],
   XLASERVE_GRPC_PORT: ["server", "grpcPort"],
   XLASERVE_MODEL_REPOSITORY: ["repository", "path"],
@@ -63,7 +65,8 @@ export function readEnvSettings(env: Readonly<Record<string, string | undefined>
     if (!variable.startsWith(PREFIX) || value === undefined || value === "") continue;
     const path = ENV_SHORTCUTS[variable] ?? genericPath(variable);
     if (!path) continue; // other XLASERVE_ variables (test switches and the like) are not settings
-    if (!settingExists(path)) {
+    // A removed setting is passed on, for validateConfig to say what replaced it.
+    if (!settingExists(path) && !isRemovedSetting(path)) {
       unknown.push({ variable, path: path.join("."), suggestion: closestName(variable, knownVariables()) });
       continue;
     }

@@ -4,6 +4,7 @@ import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 import { XlaserveError } from "../errors.ts";
 import { readEnvSettings } from "./env.ts";
+import { assertNoRemovedSettings } from "./removed-settings.ts";
 import { type Config, ConfigSchema } from "./schema.ts";
 
 /**
@@ -60,6 +61,7 @@ export function validateConfig(
   sources: ReadonlyMap<string, string> = new Map(),
   earlier: readonly ConfigProblem[] = [],
 ): Config {
+  assertNoRemovedSettings(raw, sources);
   const value = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, Value.Clone(raw ?? {})));
   const problems = [...earlier, ...inexactIntegers(ConfigSchema, raw, "", sources)];
   const seen = new Set<string>(problems.map((p) => p.path));

@@ -66,13 +66,6 @@ export const ConfigSchema = Type.Object(
           description:
             "bind the port with SO_REUSEPORT, so several worker processes (xlaserve node's CPU workers) share it and the kernel spreads connections over them",
         }),
-        httpThreads: Type.Integer({
-          minimum: 1,
-          maximum: 64,
-          default: 1,
-          description:
-            "threads accepting HTTP connections on the port (SO_REUSEPORT); past 1, each extra thread answers the requests of models that run inline itself and relays the rest",
-        }),
         grpcPort: Type.Integer({
           minimum: 0,
           maximum: 65535,

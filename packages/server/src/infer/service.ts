@@ -42,11 +42,6 @@ export interface InferCall<R> {
   readonly protocol: Protocol;
   readonly modelName: string;
   readonly version: string | undefined;
-  /**
-   * A model the caller has already chosen (an HTTP thread's replica, pinned for the whole request
-   * so that a swap meanwhile cannot change the model under it); otherwise the registry's.
-   */
-  readonly picked?: ServedModel;
   /** Aborted when the client goes away or its deadline passes: a queued run is then dropped. */
   readonly signal?: CancelFlag;
   /** performance.now() past which the request is refused before it runs (DEADLINE_EXCEEDED). */
@@ -73,14 +68,13 @@ export class InferService {
     return this.options.sharedMemory;
   }
 
-  /** A REST request (`picked`: see InferCall). */
-  handle(request: Request, modelName: string, version: string | undefined, picked?: ServedModel): Promise<Response> {
+  /** A REST request. */
+  handle(request: Request, modelName: string, version: string | undefined): Promise<Response> {
     const { maxBodyBytes, sharedMemory } = this.options;
     return this.execute<Response>({
       protocol: "http",
       modelName,
       version,
-      picked,
       signal: request.signal,
       decode: async (model, context) => {
         const bytes = await readBody(request, maxBodyBytes);
@@ -108,7 +102,7 @@ export class InferService {
     let abandoned = false;
     try {
       call.parse?.();
-      const model = call.picked ?? findModel(this.options.registry, call.modelName, call.version);
+      const model = findModel(this.options.registry, call.modelName, call.version);
       label = model.name;
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
       const decoded = await call.decode(model, context);
