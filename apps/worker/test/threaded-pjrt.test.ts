@@ -40,7 +40,6 @@ describe("the PJRT backend on the engine thread (mock plugin)", () => {
         // inline runs (a second instance on the HTTP thread) are for the CPU engine only: PJRT
         // offers none, and computes asynchronously
         expect(be.localTwin).toBeUndefined();
-        expect(be.spawnSpec).toBeUndefined();
         expect(be.serialCompute).toBe(false);
         const weights = await uploadAll(be, [f32([10, 20, 30]), f32([1, 1, 1]), f32([5, 5, 5])]);
         const exe = await be.compile(MODULE, {});

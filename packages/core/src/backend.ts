@@ -100,9 +100,6 @@ export interface AbstractBackend {
    */
   localTwin?(): Promise<AbstractBackend>;
 
-  /** How to create the same engine on another thread, where that is possible. */
-  readonly spawnSpec?: BackendSpec;
-
   /**
    * memoryStats() once every earlier call has landed (a backend that reports its figures lazily,
    * such as an engine on its own thread). The memory probe reads the figures through it.

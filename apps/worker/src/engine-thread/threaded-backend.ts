@@ -186,15 +186,11 @@ export class ThreadedBackend implements AbstractBackend {
    */
   localTwin?: () => Promise<AbstractBackend>;
 
-  /** How to create the same engine on another thread; only where localTwin is offered. */
-  spawnSpec?: BackendSpec;
-
   get serialCompute(): boolean {
     return this.info?.serialCompute ?? false;
   }
 
   private offerTwin(spec: BackendSpec): void {
-    this.spawnSpec = spec;
     this.localTwin = () => {
       if (this.closed) return Promise.reject(new XlaserveError("DISPOSED", "the backend was disposed"));
       this.twin ??= createFromSpec(spec);
