@@ -41,13 +41,34 @@ export function isCorruption(error: unknown): boolean {
   return false;
 }
 
+const BUSY_TIMEOUT_MS = 10_000;
+
+/**
+ * Switching a fresh file to WAL takes an exclusive lock and SQLite answers SQLITE_BUSY at once,
+ * without the busy handler, when another process is doing the same: wait and retry for as long
+ * as busy_timeout would have waited.
+ */
+function switchToWal(sqlite: Database): void {
+  const deadline = performance.now() + BUSY_TIMEOUT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let waitMs = 1; ; waitMs = Math.min(50, waitMs * 2)) {
+    try {
+      sqlite.exec("PRAGMA journal_mode = WAL");
+      return;
+    } catch (e) {
+      if ((e as { code?: string }).code !== "SQLITE_BUSY" || performance.now() > deadline) throw e;
+      Atomics.wait(pause, 0, 0, waitMs);
+    }
+  }
+}
+
 function connect(path: string): { sqlite: Database; db: IndexDb } {
   const sqlite = new Database(path, { create: true, strict: true });
   try {
     // Several workers may share one state directory: WAL lets readers run beside a writer and
     // busy_timeout makes writers queue instead of failing with SQLITE_BUSY.
-    sqlite.exec("PRAGMA busy_timeout = 10000");
-    sqlite.exec("PRAGMA journal_mode = WAL");
+    sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    switchToWal(sqlite);
     sqlite.exec("PRAGMA synchronous = NORMAL");
   } catch (e) {
     sqlite.close();
