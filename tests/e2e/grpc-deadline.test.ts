@@ -42,7 +42,9 @@ test("a request past its deadline is DEADLINE_EXCEEDED and never runs; the worke
     // The late request, when refused, was never executed: only the ones ahead of it ran.
     await Bun.sleep(50);
     outcome = { code, ahead, ran: executions() - before, elapsed };
-    if (code !== status.OK) break;
+    // The client's own deadline can also fire while the request is already running (the queue
+    // drained just in time): that attempt proves nothing either way, so it is tried again, longer.
+    if (code !== status.OK && outcome.ran === ahead) break;
   }
   expect(outcome?.code).toBe(status.DEADLINE_EXCEEDED);
   expect(outcome?.ran).toBe(outcome?.ahead);
