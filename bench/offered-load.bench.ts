@@ -35,7 +35,14 @@ import { intFlag, parseFlags } from "./lib/args.ts";
 import { BenchResult } from "./lib/results.ts";
 import { percentile } from "./lib/stats.ts";
 import { type StartedWorkerProcess, startWorkerProcess } from "./lib/worker.ts";
-import { processCpuSeconds, round3, statsDelta, statsSnapshot } from "./lib/worker-figures.ts";
+import {
+  processCpuSeconds,
+  round3,
+  statsDelta,
+  statsSnapshot,
+  threadCpuSeconds,
+  threadCpuUsPerRequest,
+} from "./lib/worker-figures.ts";
 import { type EngineCeiling, createBenchBackend, engineCeiling } from "./lib/engine-ceiling.ts";
 
 const USAGE = `bun bench/offered-load.bench.ts [--engine reactant|pjrt] [--plugin P] [--models DIR] [--resnet DIR]
@@ -182,12 +189,14 @@ async function closedLoop(w: { readonly url: string }, t: Target, n = clients, m
 async function saturation(w: StartedWorkerProcess, t: Target) {
   const a = await statsSnapshot(w.url, t.name);
   const workerCpu0 = processCpuSeconds(w.proc.pid);
+  const threads0 = threadCpuSeconds(w.proc.pid);
   const clientCpu0 = process.cpuUsage();
   const t0 = performance.now();
   const reqPerS = await closedLoop(w, t);
   const seconds = (performance.now() - t0) / 1000;
   const clientCpu = process.cpuUsage(clientCpu0);
   const workerCpu1 = processCpuSeconds(w.proc.pid);
+  const threads1 = threadCpuSeconds(w.proc.pid);
   const d = statsDelta(a, await statsSnapshot(w.url, t.name));
   const requests = Math.max(1, reqPerS * seconds);
   const meta = (await (await fetch(`${w.url}/v2/models/${t.name}`)).json()) as { extra?: { queue?: unknown } };
@@ -197,6 +206,7 @@ async function saturation(w: StartedWorkerProcess, t: Target) {
     engineBusyShare: d.executionMs === null ? null : round3((d.executionMs * d.executions) / 1000 / seconds),
     workerCpuUsPerRequest:
       workerCpu0 === null || workerCpu1 === null ? null : Math.round(((workerCpu1 - workerCpu0) * 1e6) / requests),
+    workerCpuUsPerRequestByThread: threadCpuUsPerRequest(threads0, threads1, requests),
     clientCpuUsPerRequest: Math.round((clientCpu.user + clientCpu.system) / requests),
     queue: meta.extra?.queue ?? null,
   };
@@ -312,7 +322,7 @@ async function curves(t: Target): Promise<void> {
         result.figure(`${t.name}.${m.label}.saturationReqPerS`, s.reqPerS);
         result.figure(`${t.name}.${m.label}.saturation`, { median: s, turnsReqPerS: list.map((x) => x.reqPerS) });
         console.log(
-          `  ${t.name} ${m.label}: saturation ${s.reqPerS} req/s (closed loop, ${clients} clients, median of 4 turns): ${s.rowsPerExecution} rows per execution of ${s.executionMs} ms, engine busy ${s.engineBusyShare}, CPU per request worker ${s.workerCpuUsPerRequest} us, load generator ${s.clientCpuUsPerRequest} us`,
+          `  ${t.name} ${m.label}: saturation ${s.reqPerS} req/s (closed loop, ${clients} clients, median of 4 turns): ${s.rowsPerExecution} rows per execution of ${s.executionMs} ms, engine busy ${s.engineBusyShare}, CPU per request worker ${s.workerCpuUsPerRequest} us, load generator ${s.clientCpuUsPerRequest} us; worker CPU by thread ${JSON.stringify(s.workerCpuUsPerRequestByThread)}`,
         );
       }
       const plain = workers[0] as StartedWorkerProcess;

@@ -3,7 +3,7 @@
  * extension's counters between two snapshots (executions, rows, each execution's own time) and
  * the worker process's CPU time (every thread, from /proc).
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 export interface StatsSnapshot {
   readonly executions: number;
@@ -80,6 +80,47 @@ export function processCpuSeconds(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU seconds per thread group of a process: "main" for its first thread, else the thread's name
+ * (comm), so a figure can say which thread a request's CPU time went to (the event loop, the engine
+ * thread, a plugin's own threads). Threads that ended before the read are not counted.
+ */
+export function threadCpuSeconds(pid: number): Map<string, number> | null {
+  const groups = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const name = Number(tid) === pid ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      groups.set(name, (groups.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return groups;
+}
+
+/** Microseconds of CPU per request per thread group between two threadCpuSeconds reads. */
+export function threadCpuUsPerRequest(
+  before: Map<string, number> | null,
+  after: Map<string, number> | null,
+  requests: number,
+): Record<string, number> | null {
+  if (!before || !after) return null;
+  const out: Record<string, number> = {};
+  for (const [name, seconds] of [...after].sort((a, b) => b[1] - a[1])) {
+    const us = Math.round(((seconds - (before.get(name) ?? 0)) * 1e6) / requests);
+    if (us > 0) out[name] = us;
+  }
+  return out;
 }
 
 export function round3(x: number): number {

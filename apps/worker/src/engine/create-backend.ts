@@ -91,6 +91,8 @@ export async function createBackend(
       isolateCompile: config.pjrt.compileInChild,
       loadThreads: config.pjrt.loadThreads,
       hedgeLoads: config.pjrt.hedgeLoads,
+      eventWait: config.pjrt.eventWait,
+      autoPollMs: config.pjrt.autoPollMs,
       pluginFileHash,
     };
     if (opts.engineThread ?? true) {

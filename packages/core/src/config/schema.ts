@@ -40,6 +40,17 @@ export const ConfigSchema = Type.Object(
           description:
             "threads that load compiled programs into the PJRT client (a load is CPU work inside the plugin, and loads on several threads overlap); 0 loads on the engine thread",
         }),
+        eventWait: Type.Union([Type.Literal("auto"), Type.Literal("callback"), Type.Literal("poll")], {
+          default: "auto",
+          description:
+            "how the engine waits for the device: auto polls on event-loop turns for autoPollMs, then takes PJRT's ready callback; callback takes the callback at once (no CPU while waiting, about 0.5 ms later); poll keeps polling",
+        }),
+        autoPollMs: Type.Number({
+          minimum: 0,
+          maximum: 1000,
+          default: 5,
+          description: "how long eventWait auto polls before it takes PJRT's ready callback",
+        }),
         hedgeLoads: Type.Integer({
           minimum: 0,
           maximum: 15,
