@@ -130,7 +130,9 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     serverInfo,
     hooks: registryHooks(metrics, extra),
   });
-  metrics.onScrape(() => scrapeWorkerFigures(metrics, extra, registry, cache?.cache?.fleet?.counters ?? null, cache));
+  metrics.onScrape(() =>
+    scrapeWorkerFigures(metrics, extra, registry, cache?.cache?.fleet?.counters ?? null, cache, backend),
+  );
   let listening: RunningServer | null = null;
   registerDeviceMemorySeries(metrics, http.Gauge, { registry, backend, log });
   registerReactantServerSeries(metrics, http.Gauge, {

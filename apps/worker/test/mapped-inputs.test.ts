@@ -48,7 +48,7 @@ test("a region's input packs as its place, and the engine thread reads the objec
   const x = regionInput();
   const values = x.data as Float32Array;
   for (let i = 0; i < N; i++) values[i] = (i % 7) - 3;
-  const packed = encodeRunCalls([{ id: 1, handle: 0, inputs: [x], resident: [] }]);
+  const packed = encodeRunCalls([{ id: 1, handle: 0, inputs: [x], resident: [] }]).message as ArrayBuffer;
   expect(packed.byteLength).toBeLessThan(256);
   // Decoded on this thread with the engine thread's opener: a view of the object, not a copy.
   const { openMappedInput } = await import("../src/engine-thread/mapped-inputs.ts");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { DTYPES, type HostTensor, allocTyped } from "@xlaserve/core";
+import { DTYPES, type HostTensor, allocTyped, noteMovable } from "@xlaserve/core";
 import {
   decodeRunCalls,
   decodeRunReplies,
@@ -7,6 +7,7 @@ import {
   encodeRunReplies,
   isRunCalls,
   isRunReplies,
+  OUT_OF_LINE_MIN_BYTES,
 } from "../src/engine-thread/run-wire.ts";
 
 /** A tensor of every dtype with distinct bytes, including odd byte lengths. */
@@ -30,7 +31,7 @@ describe("the packed run messages", () => {
       resident: Array.from({ length: i % 4 }, (_, k) => k + 7),
       inputs: [sample(dtype, [3, 1 + (i % 3)]), sample(dtype, []), sample(dtype, [0, 5])],
     }));
-    const packed = encodeRunCalls(calls);
+    const packed = encodeRunCalls(calls).message;
     expect(isRunCalls(packed)).toBe(true);
     expect(isRunReplies(packed)).toBe(false);
     const back = decodeRunCalls(packed);
@@ -84,7 +85,34 @@ describe("the packed run messages", () => {
   test("inputs that are views into a larger buffer pack only their own bytes", () => {
     const big = new Float32Array(100).map((_, i) => i);
     const view: HostTensor = { dtype: "f32", shape: [2, 5], data: big.subarray(10, 20) };
-    const [c] = decodeRunCalls(encodeRunCalls([{ id: 1, handle: 1, resident: [], inputs: [view] }]));
+    const [c] = decodeRunCalls(encodeRunCalls([{ id: 1, handle: 1, resident: [], inputs: [view] }]).message);
     expect(Array.from((c?.inputs[0]?.data ?? []) as Float32Array)).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+  });
+
+  test("a large input in a movable buffer is transferred, not copied; any other large one is copied once", () => {
+    const n = OUT_OF_LINE_MIN_BYTES / 4;
+    // Two requests' bodies: a header, then the floats (aligned), as the REST decoder leaves them.
+    const body = (seed: number) => {
+      const bytes = new Uint8Array(8 + n * 4);
+      const floats = new Float32Array(bytes.buffer, 8, n).map((_, i) => seed + i);
+      return floats;
+    };
+    const moved = body(1);
+    noteMovable(moved.buffer);
+    const kept = body(5);
+    const batch = encodeRunCalls([
+      { id: 1, handle: 1, resident: [], inputs: [{ dtype: "f32", shape: [1, n], data: moved }] },
+      { id: 2, handle: 1, resident: [], inputs: [{ dtype: "f32", shape: [1, n], data: kept }] },
+    ]);
+    expect(batch.movedBytes).toBe(n * 4);
+    expect(batch.copiedBytes).toBe(n * 4);
+    expect(batch.transfer).toContain(moved.buffer as ArrayBuffer);
+    expect(batch.transfer).not.toContain(kept.buffer as ArrayBuffer);
+    // The packed words stay small: the floats travel beside them.
+    expect(((batch.message as ArrayBuffer[])[0] as ArrayBuffer).byteLength).toBeLessThan(512);
+    const [a, b] = decodeRunCalls(batch.message).map((c) => c.inputs[0]?.data as Float32Array);
+    expect(a?.[n - 1]).toBe(n);
+    expect(b?.[n - 1]).toBe(n + 4);
+    expect(a?.buffer).toBe(moved.buffer);
   });
 });

@@ -84,6 +84,12 @@ export interface AbstractBackend {
    */
   run?(executable: Executable, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): Promise<HostTensor[]>;
 
+  /**
+   * Input bytes run() handed to the engine so far: `moved` without a copy (buffers the request
+   * path noted movable, transferred), `copied` on the way (an engine on its own thread).
+   */
+  inputHandover?(): { readonly movedBytes: number; readonly copiedBytes: number };
+
   /** Each run's microseconds, run after run until `maxRuns` or `budgetMs` is spent. */
   timeRuns?(
     executable: Executable,

@@ -24,3 +24,4 @@ export * from "./config/compile-options.ts";
 export * from "./engine/discover.ts";
 export * from "./engine/select.ts";
 export * from "./mapped-files.ts";
+export * from "./movable-buffers.ts";

@@ -207,7 +207,7 @@ function wireError(err: unknown): { code: string; message: string; details: Reco
  * a device, one request's copies overlap another's execution; the CPU engine computes each call
  * synchronously inside execute, so its results and their bits are the same in any order.
  */
-async function serveRunBatch(packed: ArrayBuffer): Promise<void> {
+async function serveRunBatch(packed: ArrayBuffer | ArrayBuffer[]): Promise<void> {
   const replies: RunReply[] = await Promise.all(
     decodeRunCalls(packed, openMappedInput).map(async (call): Promise<RunReply> => {
       try {

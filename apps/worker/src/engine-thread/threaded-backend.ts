@@ -12,7 +12,7 @@ import type {
 } from "@xlaserve/core";
 import { XlaserveError, viewTyped } from "@xlaserve/core";
 import { type BackendSpec, createFromSpec } from "../engine/backend-spec.ts";
-import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies, transferFor } from "./run-wire.ts";
+import { type RunCall, decodeRunReplies, encodeRunCalls, isRunReplies } from "./run-wire.ts";
 
 interface Reply {
   id: number;
@@ -109,6 +109,8 @@ export class ThreadedBackend implements AbstractBackend {
   private outboxTransfer: ArrayBuffer[] = [];
   /** A batch is with the engine thread (its answer not back yet). */
   private inFlight = false;
+  /** Input bytes of run calls so far: transferred without a copy, and copied (run-wire.ts). */
+  private readonly handover = { movedBytes: 0, copiedBytes: 0 };
 
   private constructor() {
     this.worker = new Worker(new URL("./thread.ts", import.meta.url).href);
@@ -242,7 +244,9 @@ export class ThreadedBackend implements AbstractBackend {
     // run calls spelled out, so the order of a mixed batch holds.
     if (calls.every(isRunCall)) {
       const packed = encodeRunCalls(calls);
-      this.worker.postMessage(packed, transferFor(packed));
+      this.handover.movedBytes += packed.movedBytes;
+      this.handover.copiedBytes += packed.copiedBytes;
+      this.worker.postMessage(packed.message, packed.transfer);
       return;
     }
     const objects = calls.map((c) => (isRunCall(c) ? runCallObject(c) : c));
@@ -327,7 +331,8 @@ export class ThreadedBackend implements AbstractBackend {
   ): Promise<HostTensor[]> {
     const handle = (executable as ThreadExecutable).handle;
     const resident = weights.map((w) => (w as ThreadBuffer).handle);
-    // Packed when the batch leaves (encodeRunCalls copies the inputs then).
+    // Packed when the batch leaves (encodeRunCalls copies the small inputs then; large ones in
+    // buffers noted movable are transferred, their views here detached from then on).
     return (await this.request((id): RunCall => ({ id, handle, inputs, resident }), [])) as HostTensor[];
   }
 
@@ -354,6 +359,10 @@ export class ThreadedBackend implements AbstractBackend {
       maxRuns,
       budgetMs,
     })) as number[];
+  }
+
+  inputHandover(): { readonly movedBytes: number; readonly copiedBytes: number } {
+    return { ...this.handover };
   }
 
   memoryStats(): MemoryStats {

@@ -1,5 +1,5 @@
 import type { HostTensor } from "@xlaserve/core";
-import { XlaserveError } from "@xlaserve/core";
+import { XlaserveError, noteMovable } from "@xlaserve/core";
 import { chooseBatchSize, concatAxis, padAxis, sliceRange } from "./batch-rows.ts";
 import type { ModelPrograms } from "./model-programs.ts";
 import type { LoadedProgram } from "./program-types.ts";
@@ -55,8 +55,11 @@ export function planBatch(
         return t;
       });
       if (spec.batchAxis === null || total === null) return parts[0] as HostTensor;
-      const joined = parts.length === 1 ? (parts[0] as HostTensor) : concatAxis(parts, spec.batchAxis);
-      return padAxis(joined, spec.batchAxis, chosen);
+      const one = parts.length === 1 ? (parts[0] as HostTensor) : null;
+      const joined = one ? padAxis(one, spec.batchAxis, chosen) : concatAxis(parts, spec.batchAxis, chosen);
+      // Allocated for this execution alone: the engine thread may take it without a copy.
+      if (joined !== one) noteMovable(joined.data.buffer);
+      return joined;
     });
   const split = (results: readonly HostTensor[]): Map<string, HostTensor>[] => {
     const outs = items.map(() => new Map<string, HostTensor>());

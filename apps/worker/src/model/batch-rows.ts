@@ -16,19 +16,7 @@ export function padAxis(tensor: HostTensor, axis: number, size: number): HostTen
   const current = tensor.shape[axis];
   if (current === undefined) throw new XlaserveError("INTERNAL", `axis ${axis} out of range for ${tensor.shape}`);
   if (current === size) return tensor;
-  if (current > size) throw new XlaserveError("INTERNAL", `cannot pad axis ${axis} from ${current} down to ${size}`);
-  const shape = [...tensor.shape];
-  shape[axis] = size;
-  const out = allocTyped(tensor.dtype, elementCount(shape));
-  const esize = dtypeSize(tensor.dtype);
-  const outer = elementCount(tensor.shape.slice(0, axis));
-  const inner = elementCount(tensor.shape.slice(axis + 1)) * esize;
-  const src = bytesOf(tensor);
-  const dst = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
-  const srcBlock = current * inner;
-  const dstBlock = size * inner;
-  for (let o = 0; o < outer; o++) dst.set(src.subarray(o * srcBlock, (o + 1) * srcBlock), o * dstBlock);
-  return { dtype: tensor.dtype, shape, data: out };
+  return concatAxis([tensor], axis, size);
 }
 
 /** Keeps the first `size` entries along `axis` (no copy when already that size). */
@@ -56,14 +44,21 @@ export function sliceAxis(tensor: HostTensor, axis: number, size: number): HostT
   return { dtype: tensor.dtype, shape, data: out };
 }
 
-/** Concatenates row-major tensors (same dtype, same shape but `axis`) along `axis`. */
-export function concatAxis(parts: readonly HostTensor[], axis: number): HostTensor {
+/**
+ * Concatenates row-major tensors (same dtype, same shape but `axis`) along `axis`, zero-padded
+ * up to `size` rows there (default: their total): one allocation and one copy of each part, so a
+ * coalesced execution's inputs are joined and padded in a single pass (for image inputs of
+ * hundreds of KB a row, each extra pass was a fresh zeroed buffer and a copy per row).
+ */
+export function concatAxis(parts: readonly HostTensor[], axis: number, size?: number): HostTensor {
   const first = parts[0];
   if (!first) throw new XlaserveError("INTERNAL", "nothing to concatenate");
   const esize = dtypeSize(first.dtype);
   const outer = elementCount(first.shape.slice(0, axis));
   const inner = elementCount(first.shape.slice(axis + 1)) * esize;
-  const total = parts.reduce((a, p) => a + (p.shape[axis] ?? 0), 0);
+  const rowsIn = parts.reduce((a, p) => a + (p.shape[axis] ?? 0), 0);
+  const total = size ?? rowsIn;
+  if (total < rowsIn) throw new XlaserveError("INTERNAL", `cannot fit ${rowsIn} rows of axis ${axis} in ${total}`);
   const shape = [...first.shape];
   shape[axis] = total;
   const out = allocTyped(first.dtype, elementCount(shape));
@@ -74,7 +69,9 @@ export function concatAxis(parts: readonly HostTensor[], axis: number): HostTens
     const rows = p.shape[axis] ?? 0;
     const src = bytesOf(p);
     const block = rows * inner;
-    for (let o = 0; o < outer; o++) dst.set(src.subarray(o * block, (o + 1) * block), o * dstBlock + offset * inner);
+    if (outer === 1) dst.set(src.subarray(0, block), offset * inner);
+    else
+      for (let o = 0; o < outer; o++) dst.set(src.subarray(o * block, (o + 1) * block), o * dstBlock + offset * inner);
     offset += rows;
   }
   return { dtype: first.dtype, shape, data: out };

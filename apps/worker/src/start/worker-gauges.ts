@@ -1,4 +1,5 @@
 import type { FleetCounters } from "@xlaserve/cache";
+import type { AbstractBackend } from "@xlaserve/core";
 import type { Metrics } from "@xlaserve/server";
 import type { HttpModules } from "../http/http-modules.ts";
 import type { ModelRegistry } from "../repository/registry.ts";
@@ -61,6 +62,12 @@ export function workerGauges(metrics: Metrics, Counter: HttpModules["Counter"], 
       "Requests refused or dropped instead of run: queue_full (429), deadline and laxity (504), aborted",
       ["model", "reason"] as const,
     ),
+    // Set on scrape from the backend's own count (a gauge: the count is the backend's, not ours).
+    engineInputBytes: labelled(
+      "worker_engine_input_bytes_total",
+      "Input bytes handed to the engine's thread: moved (transferred, no copy) or copied on the way",
+      ["how"] as const,
+    ),
     weightLoadSeconds: new Counter({
       name: "worker_weight_load_seconds_total",
       help: "Cumulative time spent loading weights to the device (seconds)",
@@ -79,7 +86,13 @@ export function scrapeWorkerFigures(
   registry: ModelRegistry,
   fleet: FleetCounters | null = null,
   cache: CacheHolder | null = null,
+  backend: Pick<AbstractBackend, "inputHandover"> | null = null,
 ): void {
+  const handover = backend?.inputHandover?.();
+  if (handover) {
+    extra.engineInputBytes.set({ how: "moved" }, handover.movedBytes);
+    extra.engineInputBytes.set({ how: "copied" }, handover.copiedBytes);
+  }
   if (fleet) {
     extra.fleetPrograms.set({ event: "fetched" }, fleet.fetches);
     extra.fleetPrograms.set({ event: "published" }, fleet.publishes);

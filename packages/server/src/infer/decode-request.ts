@@ -6,7 +6,9 @@ import {
   bytesAsTyped,
   dtypeFromKserve,
   dtypeSize,
+  isMovable,
   kserveName,
+  noteMovable,
 } from "@xlaserve/core";
 import type { ServedModel } from "../contract.ts";
 import { badRequest } from "../http-error.ts";
@@ -245,7 +247,10 @@ function decodeBinary(
       if ((bytes[i] as number) > 1) throw badRequest(`${label}: BOOL element ${i} is byte ${bytes[i]}, not 0 or 1`);
     }
   }
-  return bytesAsTyped(dtype, bytes);
+  const data = bytesAsTyped(dtype, bytes);
+  // Unaligned bytes were copied: the copy is this request's alone, as a movable body is.
+  if (data.buffer !== binary.buffer && isMovable(binary)) noteMovable(data.buffer);
+  return data;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { HostTensor, Logger } from "@xlaserve/core";
-import { XlaserveError, asXlaserveError } from "@xlaserve/core";
+import { XlaserveError, asXlaserveError, noteMovable } from "@xlaserve/core";
 import type { CancelFlag, ModelRegistryView, ServedModel } from "../contract.ts";
 import { findModel } from "../metadata/service.ts";
 import { CLIENT_CLOSED, HttpError, clientClosed, errorResponse, statusForCode } from "../http-error.ts";
@@ -78,6 +78,8 @@ export class InferService {
       signal: request.signal,
       decode: async (model, context) => {
         const bytes = await readBody(request, maxBodyBytes);
+        // Read for this request alone: its binary inputs, views of it, may move to the engine's thread.
+        if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) noteMovable(bytes.buffer);
         const split = splitBody(request.headers.get(HEADER_LENGTH), bytes);
         const body = checkEnvelope(split.header);
         context.id = body.id;
