@@ -4,11 +4,12 @@
  * Each batch position copies one slice; the copy works on raw storage, so every element type
  * (complex and f8 too) is supported.
  */
-import { type NDArray, alloc, slotsPerElement, strides } from "../../array.ts";
+import { type NDArray, type TypedArray, alloc, slotsPerElement, strides } from "../../array.ts";
 import { toFloat64 } from "./element-io.ts";
 import { bitExact } from "./permute.ts";
 import { checkAxes, invalid } from "./errors.ts";
 import { addBatchingOffsets, checkIndexedWindows, forEachIndexBatch } from "./index-batches.ts";
+import { areTrailingAxes, isContiguousWindow, plainIndices, vectorsAreRows } from "./index-rows.ts";
 
 export interface GatherDimensionNumbers {
   readonly offsetDims: readonly number[];
@@ -79,7 +80,6 @@ export function gather(
   if (result.data.length === 0) return result;
   const moved = bitExact(operand.data, slotsPerElement(operand.type));
   const slots = moved.slots;
-  const indices = toFloat64(startIndices, OP);
   const operandStrides = strides(operand.shape);
   const resultStrides = strides(shape);
   const start = new Array<number>(operand.shape.length);
@@ -87,6 +87,20 @@ export function gather(
   const windowShape = windowAxes.map((d) => sliceSizes[d] as number);
   const windowIn = windowAxes.map((d) => (operandStrides[d] as number) * slots);
   const windowOut = dims.offsetDims.map((a) => (resultStrides[a] as number) * slots);
+  const plain = plainIndices(startIndices.data);
+  if (
+    plain !== null &&
+    dims.operandBatchingDims.length === 0 &&
+    vectorsAreRows(startIndices.shape.length, dims.indexVectorDim) &&
+    areTrailingAxes(dims.offsetDims, shape.length) &&
+    isContiguousWindow(windowShape, windowIn, slots)
+  ) {
+    const run = windowShape.reduce((p, n) => p * n, slots);
+    const to = bitExact(result.data, 1).view;
+    gatherRuns(moved.view, to, plain, batches.count, run, operand.shape, operandStrides, dims, sliceSizes, slots);
+    return result;
+  }
+  const indices = toFloat64(startIndices, OP);
   const src = moved.view as unknown as { [i: number]: unknown };
   const dst = bitExact(result.data, 1).view as unknown as { [i: number]: unknown };
   const counter = new Array<number>(windowShape.length).fill(0);
@@ -108,6 +122,40 @@ export function gather(
     copyWindow(src, from, dst, to, windowShape, windowIn, windowOut, slots, counter);
   });
   return result;
+}
+
+/**
+ * The layout of index-rows.ts: index vector k (clamped so the slice fits) picks one contiguous
+ * run of the operand, copied to the k-th run of the result.
+ */
+function gatherRuns(
+  src: TypedArray,
+  dst: TypedArray,
+  indices: ArrayLike<number>,
+  count: number,
+  run: number,
+  operandShape: readonly number[],
+  operandStrides: readonly number[],
+  dims: GatherDimensionNumbers,
+  sliceSizes: readonly number[],
+  slots: number,
+): void {
+  const map = dims.startIndexMap;
+  const length = map.length;
+  const steps = map.map((d) => (operandStrides[d] as number) * slots);
+  const limits = map.map((d) => (operandShape[d] as number) - (sliceSizes[d] as number));
+  const from = src as Int32Array;
+  const to = dst as Int32Array;
+  for (let k = 0, v = 0, at = 0; k < count; k++, v += length, at += run) {
+    let start = 0;
+    for (let c = 0; c < length; c++) {
+      const raw = indices[v + c] as number;
+      const limit = limits[c] as number;
+      start += Math.min(Math.max(raw, 0), limit) * (steps[c] as number);
+    }
+    if (run >= 64) to.set(from.subarray(start, start + run), at);
+    else for (let q = 0; q < run; q++) to[at + q] = from[start + q] as number;
+  }
 }
 
 /**

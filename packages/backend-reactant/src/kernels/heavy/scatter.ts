@@ -4,13 +4,14 @@
  * scatter indices (so duplicates combine deterministically, later ones last), and an update
  * window that does not fit entirely inside the operand is skipped, as XLA does.
  */
-import { type NDArray, type RegionInfo, type Scalar, strides } from "../../array.ts";
+import { type NDArray, type RegionInfo, type Scalar, type TypedArray, strides } from "../../array.ts";
 import { type ScalarReader, type ScalarWriter, copyData, scalarReader, scalarWriter, toFloat64 } from "./element-io.ts";
 import { checkAxes, invalid } from "./errors.ts";
 import { rawCombiner } from "./fast-reducer.ts";
 import { addBatchingOffsets, checkIndexedWindows, forEachIndexBatch } from "./index-batches.ts";
+import { areTrailingAxes, isContiguousWindow, plainIndices, vectorsAreRows } from "./index-rows.ts";
 import { applyInRounds } from "./scatter-rounds.ts";
-import { type UpdateKind, rowUpdater } from "./scatter-rows.ts";
+import { type RowUpdate, type UpdateKind, rowUpdater } from "./scatter-rows.ts";
 
 export interface ScatterDimensionNumbers {
   readonly updateWindowDims: readonly number[];
@@ -111,7 +112,6 @@ export function scatter(
     shape: [...input.shape],
     data: single && options.reuseInput === true ? input.data : copyData(input),
   }));
-  const indices = toFloat64(scatterIndices, OP);
   const operandShape = first.shape;
   const operandStrides = strides(operandShape);
   const updateStrides = strides((updates[0] as NDArray).shape);
@@ -121,6 +121,36 @@ export function scatter(
   if (windowCount === 0) return results;
 
   const rank = operandShape.length;
+  const rowUpdate = single ? rowUpdater(options.updateKind ?? region.reducer, first.type) : null;
+  const plain = plainIndices(scatterIndices.data);
+  if (
+    rowUpdate !== null &&
+    plain !== null &&
+    dims.inputBatchingDims.length === 0 &&
+    vectorsAreRows(scatterIndices.shape.length, dims.indexVectorDim) &&
+    areTrailingAxes(dims.updateWindowDims, (updates[0] as NDArray).shape.length) &&
+    isContiguousWindow(windowShape, windowIn, 1)
+  ) {
+    const extent = operandShape.map((_, d) => {
+      const j = windowAxes.indexOf(d);
+      return j >= 0 ? (windowShape[j] as number) : 1;
+    });
+    const data = (results[0] as NDArray).data;
+    scatterRuns(
+      data,
+      (updates[0] as NDArray).data,
+      plain,
+      batches.count,
+      windowCount,
+      operandShape,
+      operandStrides,
+      extent,
+      dims,
+      rowUpdate,
+    );
+    return results;
+  }
+  const indices = toFloat64(scatterIndices, OP);
   const lastWindow = windowShape.length - 1;
   // Where the window's innermost axis is contiguous in both the operand and the update, a
   // recognised region runs as one loop per run of it.
@@ -129,7 +159,6 @@ export function scatter(
     windowAxes[lastWindow] === rank - 1 &&
     windowUpdate[lastWindow] === 1 &&
     windowIn[lastWindow] === 1;
-  const rowUpdate = single ? rowUpdater(options.updateKind ?? region.reducer, first.type) : null;
   const runLength = rowUpdate && contiguous ? (windowShape[lastWindow] as number) : 1;
   const counted = runLength > 1 ? lastWindow : windowShape.length;
   const fast = single && !rowUpdate ? rawCombiner(region.reducer, first.type) : null;
@@ -192,6 +221,37 @@ export function scatter(
     for (let i = 0; i < targets.length; i++) step(targets[i] as number, sources[i] as number);
   }
   return results;
+}
+
+/**
+ * The layout of index-rows.ts: index vector k names where the k-th window-sized run of the
+ * updates goes, one contiguous run of the result; a window that does not fit is skipped.
+ */
+function scatterRuns(
+  result: TypedArray,
+  updates: TypedArray,
+  indices: ArrayLike<number>,
+  count: number,
+  run: number,
+  operandShape: readonly number[],
+  operandStrides: readonly number[],
+  extent: readonly number[],
+  dims: ScatterDimensionNumbers,
+  rowUpdate: RowUpdate,
+): void {
+  const map = dims.scatterDimsToOperandDims;
+  const length = map.length;
+  const steps = map.map((d) => operandStrides[d] as number);
+  const limits = map.map((d) => (operandShape[d] as number) - (extent[d] as number));
+  next: for (let k = 0, v = 0, source = 0; k < count; k++, v += length, source += run) {
+    let target = 0;
+    for (let c = 0; c < length; c++) {
+      const at = indices[v + c] as number;
+      if (!(at >= 0 && at <= (limits[c] as number))) continue next;
+      target += at * (steps[c] as number);
+    }
+    rowUpdate(result, target, updates, source, run);
+  }
 }
 
 /** The slow, general step: call the region with every result's current value and every update. */
