@@ -17,7 +17,7 @@
  * transpose32 / transpose64 (src, rows, cols, ld, dst): dst[c*rows + r] = src[r*ld + c], ld in
  * elements, for B stored transposed.
  */
-import { I32, V128, name, op, section, u32, v128, vec } from "./wasm-encode.ts";
+import { I32, V128, addTo, countUp, name, op, section, u32, v128, vec, whileBelow } from "./wasm-encode.ts";
 
 interface Precision {
   readonly size: number;
@@ -55,32 +55,6 @@ const F64: Precision = {
   eq: v128.f64x2Eq,
   nan: Array.from({ length: 2 }, () => [0, 0, 0, 0, 0, 0, 0xf8, 0x7f]).flat(),
 };
-
-/** local += the i32 that `value` pushes. */
-function addTo(local: number, value: number[]): number[] {
-  return [...op.get(local), ...value, ...op.i32Add, ...op.set(local)];
-}
-
-/** `while (counter < limit) body`, unsigned; `body` moves the counter on. */
-function whileBelow(counter: number, limit: number, body: number[]): number[] {
-  return [
-    ...op.block,
-    ...op.loop,
-    ...op.get(counter),
-    ...op.get(limit),
-    ...op.i32GeU,
-    ...op.brIf(1),
-    ...body,
-    ...op.br(0),
-    ...op.end,
-    ...op.end,
-  ];
-}
-
-/** `for (counter = from; counter < limit; counter++) body`. */
-function countUp(counter: number, from: number, limit: number, body: number[]): number[] {
-  return [...op.i32(from), ...op.set(counter), ...whileBelow(counter, limit, [...body, ...addTo(counter, op.i32(1))])];
-}
 
 // gemm's parameters and locals.
 const [M, N, K, A, A_ROW, A_COL, B, B_ROW, C] = [0, 1, 2, 3, 4, 5, 6, 7, 8];

@@ -63,6 +63,11 @@ export const op = {
   i32Mul: [0x6c],
   i32GeU: [0x4f],
   i32GtU: [0x4b],
+  i32LtS: [0x48],
+  i32GeS: [0x4e],
+  i32DivU: [0x6e],
+  i32And: [0x71],
+  i32Load: (offset = 0) => [0x28, 2, ...u32(offset)],
   f32Load: (offset = 0) => [0x2a, 2, ...u32(offset)],
   f64Load: (offset = 0) => [0x2b, 3, ...u32(offset)],
   f32Store: (offset = 0) => [0x38, 2, ...u32(offset)],
@@ -86,3 +91,29 @@ export const v128 = {
   f64x2Add: simd(0xf0),
   f64x2Mul: simd(0xf2),
 } as const;
+
+/** local += the i32 that `value` pushes. */
+export function addTo(local: number, value: number[]): number[] {
+  return [...op.get(local), ...value, ...op.i32Add, ...op.set(local)];
+}
+
+/** `while (counter < limit) body`, unsigned; `body` moves the counter on. */
+export function whileBelow(counter: number, limit: number, body: number[]): number[] {
+  return [
+    ...op.block,
+    ...op.loop,
+    ...op.get(counter),
+    ...op.get(limit),
+    ...op.i32GeU,
+    ...op.brIf(1),
+    ...body,
+    ...op.br(0),
+    ...op.end,
+    ...op.end,
+  ];
+}
+
+/** `for (counter = from; counter < limit; counter++) body`. */
+export function countUp(counter: number, from: number, limit: number, body: number[]): number[] {
+  return [...op.i32(from), ...op.set(counter), ...whileBelow(counter, limit, [...body, ...addTo(counter, op.i32(1))])];
+}

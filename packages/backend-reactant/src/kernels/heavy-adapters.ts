@@ -1,7 +1,7 @@
 import type { NDArray } from "../array.ts";
 import type { Attr, AttrObject, Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
-import { type Arena, dataTaker } from "../plan/arena.ts";
+import { type Arena, dataTaker, takeData } from "../plan/arena.ts";
 import type { InPlaceKernel } from "../plan/ownership.ts";
 import { type Kernel, type KernelTools, type PrefixSortKernel, runBlock } from "../plan/program.ts";
 import { convolution } from "./heavy/convolution.ts";
@@ -91,6 +91,7 @@ export function convolutionKernel(op: Op): Kernel {
       attrs,
       resultType ?? (lhs as NDArray).type,
       floatOutputs(frame.ctx.arena),
+      (type, count) => takeData(frame.ctx.arena, type, count),
     ),
   ];
 }

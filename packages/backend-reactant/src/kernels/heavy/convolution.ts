@@ -19,10 +19,11 @@ import { gemm } from "../../blas/index.ts";
 import { type ConvAttributes, type ConvGeometry, convGeometry } from "./conv-attributes.ts";
 import { depthwise2d, isDepthwise2d } from "./depthwise.ts";
 import { dotGeneral } from "./dot-general.ts";
-import { fromFloats, isF8, toFloat32, toFloat64 } from "./element-io.ts";
+import { fromFloats, isF8, storeFloats, toFloat32, toFloat32Scratch, toFloat64 } from "./element-io.ts";
 import { unsupported } from "./errors.ts";
 import { im2col, tapTables } from "./im2col.ts";
-import { permuteData, product, sameKind } from "./permute.ts";
+import { im2colWorkspace } from "./im2col-wasm.ts";
+import { isIdentity, permuteData, product, sameKind } from "./permute.ts";
 import { reverseAxes } from "./reverse-axes.ts";
 
 export type { ConvAttributes, ConvDimensionNumbers } from "./conv-attributes.ts";
@@ -36,6 +37,31 @@ export type FloatAlloc = (count: number, f64: boolean) => Float32Array | Float64
 
 const freshFloats: FloatAlloc = (count, f64) => (f64 ? new Float64Array(count) : new Float32Array(count));
 
+/** Allocates result storage for `count` elements of `type` (the engine passes its arena's pool). */
+export type DataAlloc = (type: ElemType, count: number) => TypedArray;
+
+const freshData: DataAlloc = (type, count) => alloc(type, [count]).data;
+
+/**
+ * Scratch kept between calls (as the im2col rows are): a narrow float operand widened to f32,
+ * and the f32 result a narrow float output is rounded from. Both are dropped before the call
+ * returns, and kernels run one at a time on this thread.
+ */
+let widened = new Float32Array(0);
+let narrowOut = new Float32Array(0);
+
+function widenedScratch(a: NDArray): Float32Array {
+  const n = product(a.shape);
+  if (widened.length < n) widened = new Float32Array(n);
+  return widened;
+}
+
+const scratchFloats: FloatAlloc = (count, f64) => {
+  if (f64) return new Float64Array(count);
+  if (narrowOut.length < count) narrowOut = new Float32Array(count);
+  return narrowOut.subarray(0, count);
+};
+
 /** convolution(lhs, rhs) with the given attributes; `resultType` defaults to the lhs type. */
 export function convolution(
   lhs: NDArray,
@@ -43,6 +69,7 @@ export function convolution(
   attrs: ConvAttributes,
   resultType: ElemType = lhs.type,
   allocFloats: FloatAlloc = freshFloats,
+  allocData: DataAlloc = freshData,
 ): NDArray {
   const g = convGeometry(lhs, rhs, attrs);
   if (product(g.resultShape) === 0) return alloc(resultType, g.resultShape);
@@ -59,12 +86,18 @@ export function convolution(
   const realFloat = isFloatType(resultType) && !isComplexType(lhs.type) && !isComplexType(rhs.type);
   if (realFloat) {
     const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
-    const input = canonical(inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), lhs, lhsPerm, 1) as
-      | Float32Array
-      | Float64Array;
+    const lhsFloats = inF32 ? toFloat32Scratch(lhs, widenedScratch(lhs), OP) : toFloat64(lhs, OP);
+    const input = canonical(lhsFloats, lhs, lhsPerm, 1) as Float32Array | Float64Array;
     const kernelData = canonical(inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), rhs, rhsPerm, 1);
     const kernel = reverseAxes(kernelData, kernelShape, reversedAxes) as Float32Array | Float64Array;
-    outCanonical = floatConvolution(g, input, kernel, allocFloats);
+    const narrow = inF32 && resultType !== "f32";
+    outCanonical = floatConvolution(g, input, kernel, narrow ? scratchFloats : allocFloats);
+    if (narrow && isIdentity(outPermFor(g, d))) {
+      // Rounded straight into the result's storage: the f32 products were scratch.
+      const data = allocData(resultType, outCanonical.length);
+      storeFloats(resultType, outCanonical as Float32Array, data, OP);
+      return { type: resultType, shape: g.resultShape, data };
+    }
   } else {
     const slots = slotsPerElement(lhs.type);
     const input = canonical(lhs.data, lhs, lhsPerm, slots);
@@ -76,17 +109,23 @@ export function convolution(
     );
     outCanonical = exactConvolution(g, lhs.type, input, rhs.type, kernel, resultType);
   }
+  const outPerm = outPermFor(g, d);
+  const canonicalShape = [g.outBatch, ...g.outSpatial, g.outChannels];
+  const slots = slotsPerElement(resultType);
+  const laidOut = permuteData(outCanonical, canonicalShape, outPerm, realFloat ? 1 : slots);
+  const data = realFloat ? fromFloats(resultType, laidOut as Float32Array | Float64Array, OP) : laidOut;
+  return { type: resultType, shape: g.resultShape, data };
+}
+
+/** The permutation from the canonical [N, spatial..., O] result to the requested layout. */
+function outPermFor(g: ConvGeometry, d: ConvAttributes["dims"]): number[] {
   const outPerm = new Array<number>(g.spatialRank + 2);
   outPerm[d.outputBatch] = 0;
   outPerm[d.outputFeature] = g.spatialRank + 1;
   d.outputSpatial.forEach((axis, i) => {
     outPerm[axis] = i + 1;
   });
-  const canonicalShape = [g.outBatch, ...g.outSpatial, g.outChannels];
-  const slots = slotsPerElement(resultType);
-  const laidOut = permuteData(outCanonical, canonicalShape, outPerm, realFloat ? 1 : slots);
-  const data = realFloat ? fromFloats(resultType, laidOut as Float32Array | Float64Array, OP) : laidOut;
-  return { type: resultType, shape: g.resultShape, data };
+  return outPerm;
 }
 
 /** The input batch and channel block group `group` reads for output batch `n`. */
@@ -182,6 +221,21 @@ function floatConvolution(
     return out;
   }
   const rowsPerChunk = Math.max(1, Math.min(positions, Math.floor(CHUNK_ELEMENTS / Math.max(1, depth))));
+  const ws = depth > 0 ? im2colWorkspace(g, tables, f64, input.length, rowsPerChunk, depth) : null;
+  if (ws) {
+    ws.input.set(input);
+    for (let group = 0; group < g.groups; group++) {
+      for (let n = 0; n < g.outBatch; n++) {
+        const src = groupSource(g, group, n);
+        for (let row = 0; row < positions; row += rowsPerChunk) {
+          const rowEnd = Math.min(positions, row + rowsPerChunk);
+          ws.fill(src.batchIndex, src.channelOffset, g.groupInChannels, row, rowEnd);
+          groupProduct(group, rowEnd - row, ws.col, 0, depth, (n * positions + row) * O + group * g.groupOutChannels);
+        }
+      }
+    }
+    return out;
+  }
   const col = colScratch(f64, rowsPerChunk * depth);
   for (let group = 0; group < g.groups; group++) {
     for (let n = 0; n < g.outBatch; n++) {

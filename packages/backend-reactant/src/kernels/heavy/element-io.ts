@@ -44,6 +44,27 @@ export function toFloat32(array: NDArray, op: string): Float32Array {
   return out;
 }
 
+/**
+ * Real values as f32 in `scratch` when it is long enough (else in a new array), for kernels that
+ * widen an operand once per call and drop it before they return; f32 data is returned as is.
+ */
+export function toFloat32Scratch(array: NDArray, scratch: Float32Array, op: string): Float32Array {
+  if (array.data instanceof Float32Array && array.type === "f32") return array.data;
+  const n = elementCount(array.shape);
+  const out = scratch.length >= n ? scratch.subarray(0, n) : new Float32Array(new ArrayBuffer(n * 4));
+  fillNumbers(array, out, op);
+  return out;
+}
+
+/** fromFloats into given storage of `values.length` elements of a float type. */
+export function storeFloats(type: ElemType, values: Float32Array, out: TypedArray, op: string): void {
+  if (type === "f32") (out as Float32Array).set(values);
+  else if (type === "bf16") narrowToBf16(values, out as Uint16Array);
+  else if (type === "f16") narrowToF16(values, out as Uint16Array);
+  else if (type === "f64") (out as Float64Array).set(values);
+  else throw unsupported(op, `cannot store floating-point results as ${type}`);
+}
+
 function fillNumbers(array: NDArray, out: Float32Array | Float64Array, op: string): void {
   const { type, data } = array;
   const n = out.length;

@@ -1,0 +1,125 @@
+/**
+ * The float 2-d im2col through the WebAssembly module (im2col-wasm-module.ts), its rows left in
+ * the module's memory for the GEMM to read in place: one copy of the input in (a memcpy, or the
+ * widening a narrow float needs anyway) instead of one JavaScript operation per im2col element.
+ * The rows are exactly im2col2d's, so the GEMM sees the same operands and gives the same bits.
+ * One instance per thread: a convolution fills and multiplies one chunk at a time and keeps
+ * nothing in the memory between calls.
+ */
+import type { ConvGeometry } from "./conv-attributes.ts";
+import { im2colModule } from "./im2col-wasm-module.ts";
+
+type Im2colFn = (
+  src: number,
+  dst: number,
+  rowStart: number,
+  rowEnd: number,
+  outW: number,
+  kH: number,
+  kW: number,
+  pixelBytes: number,
+  runBytes: number,
+  lineBytes: number,
+  rowTable: number,
+  colTable: number,
+  contiguous: number,
+) => void;
+
+interface Exports {
+  readonly memory: WebAssembly.Memory;
+  readonly im2col: Im2colFn;
+}
+
+/** undefined: not tried yet; null: WebAssembly SIMD is not available here. */
+let exports: Exports | null | undefined;
+
+/** The module's memory stays below this; a larger convolution keeps the JavaScript im2col. */
+const MAX_BYTES = 1 << 30;
+/** Room past each region for the vector copies' overrun. */
+const SLACK = 64;
+
+function load(): Exports | null {
+  if (exports !== undefined) return exports;
+  try {
+    const compiled = new WebAssembly.Module(im2colModule(1));
+    exports = new WebAssembly.Instance(compiled, {}).exports as unknown as Exports;
+  } catch {
+    exports = null;
+  }
+  return exports;
+}
+
+const align = (bytes: number) => Math.ceil(bytes / 64) * 64;
+
+/** A convolution's input and im2col rows in the module's memory. */
+export interface Im2colWorkspace {
+  /** Input laid out as canonical [N, H, W, C], filled by the caller before `fill`. */
+  readonly input: Float32Array | Float64Array;
+  /** Rows of the last `fill`, `depth` elements each, from element 0. */
+  readonly col: Float32Array | Float64Array;
+  /** im2col rows [rowStart, rowEnd) of one batch image and channel block into `col`. */
+  fill(batchIndex: number, channelOffset: number, channelCount: number, rowStart: number, rowEnd: number): void;
+}
+
+/**
+ * A workspace for a 2-d convolution with `inputElements` input elements and up to `rows` im2col
+ * rows of `depth` at a time, or null where the module is unavailable or would grow too large.
+ */
+export function im2colWorkspace(
+  g: ConvGeometry,
+  tables: Int32Array[],
+  f64: boolean,
+  inputElements: number,
+  rows: number,
+  depth: number,
+): Im2colWorkspace | null {
+  if (g.spatialRank !== 2) return null;
+  const size = f64 ? 8 : 4;
+  const rowTable = tables[0] as Int32Array;
+  const colTable = tables[1] as Int32Array;
+  const rowAt = 0;
+  const colAt = align(rowTable.byteLength);
+  const inputAt = colAt + align(colTable.byteLength);
+  const colRegionAt = inputAt + align(inputElements * size + SLACK);
+  const total = colRegionAt + align(rows * depth * size + SLACK);
+  if (total > MAX_BYTES) return null;
+  const ex = load();
+  if (!ex) return null;
+  const memory = ex.memory;
+  const have = memory.buffer.byteLength;
+  if (total > have) memory.grow(Math.ceil((total - have) / 65536));
+  const buffer = memory.buffer;
+  new Int32Array(buffer, rowAt, rowTable.length).set(rowTable);
+  new Int32Array(buffer, colAt, colTable.length).set(colTable);
+  const Float = f64 ? Float64Array : Float32Array;
+  const input = new Float(buffer, inputAt, inputElements);
+  const col = new Float(buffer, colRegionAt, rows * depth);
+  const [inH, inW] = g.inSpatial as [number, number];
+  const outW = g.outSpatial[1] as number;
+  const [kH, kW] = g.kernelSpatial as [number, number];
+  const C = g.inChannels;
+  const im2col = ex.im2col;
+  return {
+    input,
+    col,
+    fill(batchIndex, channelOffset, channelCount, rowStart, rowEnd) {
+      const contiguous = channelCount === C && g.rhsDilation[1] === 1 && g.lhsDilation[1] === 1 ? 1 : 0;
+      const src = inputAt + (batchIndex * inH * inW * C + channelOffset) * size;
+      im2col(
+        src,
+        colRegionAt,
+        rowStart,
+        rowEnd,
+        outW,
+        kH,
+        kW,
+        C * size,
+        channelCount * size,
+        inW * C * size,
+        rowAt,
+        colAt,
+        contiguous,
+      );
+    },
+  };
+}
