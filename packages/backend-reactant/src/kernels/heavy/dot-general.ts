@@ -14,9 +14,10 @@ import {
   sameShape,
 } from "../../array.ts";
 import { type GemmRunner, gemm, planGemm } from "../../blas/index.ts";
+import { SMALL_GEMM_LIMIT } from "../../blas/small-gemm.ts";
 import { toFloat32, toFloat64, fromFloats, isF8 } from "./element-io.ts";
 import { checkAxes, invalid, unsupported } from "./errors.ts";
-import { type Oriented, type Orientation, orientData, orientation } from "./gemm-layout.ts";
+import { type InPlace, type Oriented, type Orientation, inPlaceView, orientData, orientation } from "./gemm-layout.ts";
 import { integerDot } from "./dot-integer.ts";
 
 export interface DotDimensionNumbers {
@@ -89,6 +90,12 @@ interface DotLayout {
   readonly plan: DotPlan;
   readonly lhs: Orientation;
   readonly rhs: Orientation;
+  /**
+   * A side that would be permuted but can be read in place for float GEMMs (attention's
+   * per-head products read [batch, seq, heads, dim] as stored), or null.
+   */
+  readonly lhsView: InPlace | null;
+  readonly rhsView: InPlace | null;
   /** The per-batch GEMM in f32 and f64, planned on first use. */
   gemmF32: GemmRunner | null;
   gemmF64: GemmRunner | null;
@@ -98,16 +105,29 @@ interface DotLayout {
    * than the one conversion a call makes anyway.
    */
   converted: [Converted | null, Converted | null];
+  /** This layout without its in-place views (permutedLayout), made on first use. */
+  permuted?: DotLayout;
 }
 
 function layoutFor(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotLayout {
   const plan = planDot(lhs, rhs, dims);
+  const lhsOrientation = orientation(dims.lhsBatch, plan.lhsFree, dims.lhsContracting);
+  const rhsOrientation = orientation(dims.rhsBatch, dims.rhsContracting, plan.rhsFree);
+  const small = plan.m * plan.n * plan.k <= SMALL_GEMM_LIMIT;
   return {
     lhsShape: [...lhs.shape],
     rhsShape: [...rhs.shape],
     plan,
-    lhs: orientation(dims.lhsBatch, plan.lhsFree, dims.lhsContracting),
-    rhs: orientation(dims.rhsBatch, dims.rhsContracting, plan.rhsFree),
+    lhs: lhsOrientation,
+    rhs: rhsOrientation,
+    lhsView:
+      lhsOrientation.permute === null
+        ? null
+        : inPlaceView(lhs.shape, dims.lhsBatch, plan.lhsFree, dims.lhsContracting, small),
+    rhsView:
+      rhsOrientation.permute === null
+        ? null
+        : inPlaceView(rhs.shape, dims.rhsBatch, dims.rhsContracting, plan.rhsFree, small),
     gemmF32: null,
     gemmF64: null,
     converted: [null, null],
@@ -154,9 +174,11 @@ function gemmOf(layout: DotLayout, f32: boolean): GemmRunner {
   const planned = f32 ? layout.gemmF32 : layout.gemmF64;
   if (planned) return planned;
   const { m, n, k } = layout.plan;
-  const transA = layout.lhs.transposed;
-  const transB = layout.rhs.transposed;
-  const runner = planGemm({ m, n, k, lda: transA ? m : k, ldb: transB ? k : n, ldc: n, transA, transB }, f32);
+  const transA = (layout.lhsView ?? layout.lhs).transposed;
+  const transB = (layout.rhsView ?? layout.rhs).transposed;
+  const lda = layout.lhsView?.ld ?? (transA ? m : k);
+  const ldb = layout.rhsView?.ld ?? (transB ? k : n);
+  const runner = planGemm({ m, n, k, lda, ldb, ldc: n, transA, transB }, f32);
   if (f32) layout.gemmF32 = runner;
   else layout.gemmF64 = runner;
   return runner;
@@ -233,10 +255,11 @@ function runDot(
     if (isComplexType(lhs.type) || isComplexType(rhs.type))
       throw unsupported(OP, "complex operands need a complex result type");
     const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
-    const a = orient(lhs, inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP), 1, true);
-    const b = orient(rhs, inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), 1, false);
-    const ad = a.data as Float32Array | Float64Array;
-    const bd = b.data as Float32Array | Float64Array;
+    const la = inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP);
+    const rb = inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP);
+    // A side with an in-place view is read as converted, unpermuted (floatGemm's offsets).
+    const ad = (layout.lhsView ? la : orient(lhs, la, 1, true).data) as Float32Array | Float64Array;
+    const bd = (layout.rhsView ? rb : orient(rhs, rb, 1, false).data) as Float32Array | Float64Array;
     const c = floatGemm(ad, bd, layout, inF32, alloc);
     return { type: resultType, shape: [...plan.resultShape], data: fromFloats(resultType, c, OP) };
   }
@@ -253,7 +276,7 @@ function runDot(
       const c = floatGemm(
         a.data as Float32Array | Float64Array,
         b.data as Float32Array | Float64Array,
-        layout,
+        permutedLayout(layout),
         f32,
         freshOutput,
       );
@@ -289,9 +312,27 @@ function exactFloatGemm(lhs: ElemType, rhs: ElemType, result: ElemType, k: numbe
   return bound <= 2 ** 53 ? "f64" : null;
 }
 
-/** f32 (f64) operands of an f32 (f64) result, both usable by GEMM as stored. */
+/**
+ * The layout with its in-place views set aside, for operands already permuted (the integer
+ * path's cached conversions): kept on the layout so its GEMM is planned once too.
+ */
+function permutedLayout(layout: DotLayout): DotLayout {
+  if (layout.lhsView === null && layout.rhsView === null) return layout;
+  let permuted = layout.permuted;
+  if (!permuted) {
+    permuted = { ...layout, lhsView: null, rhsView: null, gemmF32: null, gemmF64: null };
+    layout.permuted = permuted;
+  }
+  return permuted;
+}
+
+/** f32 (f64) operands of an f32 (f64) result, both usable by GEMM as stored or in place. */
 function usedAsStored(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType: ElemType): boolean {
-  if (layout.lhs.permute !== null || layout.rhs.permute !== null) return false;
+  if (
+    (layout.lhs.permute !== null && layout.lhsView === null) ||
+    (layout.rhs.permute !== null && layout.rhsView === null)
+  )
+    return false;
   if (resultType === "f32")
     return (
       lhs.type === "f32" && rhs.type === "f32" && lhs.data instanceof Float32Array && rhs.data instanceof Float32Array
@@ -314,7 +355,10 @@ function floatGemm(
   const { batch, m, n, k } = layout.plan;
   const c = alloc(batch * m * n, !f32);
   const run = gemmOf(layout, f32);
-  for (let bi = 0; bi < batch; bi++) run(a, bi * m * k, b, bi * k * n, c, bi * m * n);
+  const aAt = layout.lhsView?.offsets;
+  const bAt = layout.rhsView?.offsets;
+  for (let bi = 0; bi < batch; bi++)
+    run(a, aAt ? (aAt[bi] as number) : bi * m * k, b, bAt ? (bAt[bi] as number) : bi * k * n, c, bi * m * n);
   return c;
 }
 
