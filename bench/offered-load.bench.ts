@@ -199,7 +199,7 @@ async function saturation(w: StartedWorkerProcess, t: Target) {
   const threads1 = threadCpuSeconds(w.proc.pid);
   const d = statsDelta(a, await statsSnapshot(w.url, t.name));
   const requests = Math.max(1, reqPerS * seconds);
-  const meta = (await (await fetch(`${w.url}/v2/models/${t.name}`)).json()) as { extra?: { queue?: unknown } };
+  const meta = (await (await fetch(`${w.url}/v2/models/${t.name}`)).json()) as { xlaserve?: { queue?: unknown } };
   return {
     reqPerS: Math.round(reqPerS),
     ...d,
@@ -208,7 +208,7 @@ async function saturation(w: StartedWorkerProcess, t: Target) {
       workerCpu0 === null || workerCpu1 === null ? null : Math.round(((workerCpu1 - workerCpu0) * 1e6) / requests),
     workerCpuUsPerRequestByThread: threadCpuUsPerRequest(threads0, threads1, requests),
     clientCpuUsPerRequest: Math.round((clientCpu.user + clientCpu.system) / requests),
-    queue: meta.extra?.queue ?? null,
+    queue: meta.xlaserve?.queue ?? null,
   };
 }
 
@@ -381,7 +381,11 @@ async function fairness(light: Target, heavy: Target): Promise<void> {
     await result.step(`fairness ${discipline}`, async () => {
       const { w, stop } = await startWith([light, heavy], { XLASERVE_SCHEDULER__DISCIPLINE: discipline }, true);
       try {
-        await openLoop(w, light, lightRate, 1000); // warm-up
+        // Warm-up: past the requests after which the worker times a model's programs for inline
+        // runs (INLINE_AFTER_REQUESTS), as a model in steady traffic is, then at the rates measured.
+        for (const t of [light, heavy]) await closedLoop(w, t, 8, 1500);
+        await Bun.sleep(300);
+        await openLoop(w, light, lightRate, 1000);
         await openLoop(w, heavy, lightRate * 10, 1000);
         const alone = await openLoop(w, light, lightRate);
         const [withFlood, flood] = await Promise.all([

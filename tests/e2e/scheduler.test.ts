@@ -340,3 +340,23 @@ describe("deadlines and shedding", () => {
     for (const a of await Promise.all([first, waiting])) expect(a.status).toBe(200);
   }, 60_000);
 });
+
+describe("inline runs beside the engine's execution slots", () => {
+  test("under fair, a model whose runs are inline is answered while another model's execution holds the engine's one slot", async () => {
+    // fair on the serial CPU engine: one execution on the engine at a time (scheduler.maxInFlight 0).
+    const w = await start({ concurrency: { dynamicBatching: true }, scheduler: { discipline: "fair" } });
+    expect((await model(w, "mlp").prepareInline(1_000_000))?.every((v) => v.inline)).toBe(true);
+    const release = await holdDevice(w);
+    try {
+      const { answer: heavy } = await occupy(w, "cnn");
+      const light = await Promise.race([infer(w, "mlp", 1), Bun.sleep(5000).then(() => null)]);
+      // Answered on the HTTP thread's engine while the CNN still holds the engine's slot.
+      expect(light?.status).toBe(200);
+      expect(model(w, "cnn").queueFigures().running).toBe(1);
+      release();
+      expect((await heavy).status).toBe(200);
+    } finally {
+      release();
+    }
+  });
+});

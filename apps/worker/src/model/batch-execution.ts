@@ -54,6 +54,12 @@ export class BatchExecution {
     return this.runInlineNow(plan) ?? this.runLocked(plan, started);
   }
 
+  /** Whether an execution at `size` would run inline now (its program inline, its weights resident). */
+  runsInline(variant: number | null, size: number): boolean {
+    const placement = this.m.placements.of(this.m.programs.programFor(variant, size).program.executable);
+    return placement.where === "inline" && (this.m.weights.state(this.m.ownerId)?.resident ?? false);
+  }
+
   /**
    * The plan's run now, on this thread, when its program runs inline and the weights are
    * resident; null otherwise (runLocked then). No device lock: the run touches only this

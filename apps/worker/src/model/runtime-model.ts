@@ -360,6 +360,7 @@ export class RuntimeModel implements ServedModel {
       });
     this.placements.useInline(runs);
     this.queue.gatherInTurn = true;
+    this.queue.runsInline = (variant, size) => this.execution.runsInline(variant, size);
     return verdicts;
   }
 

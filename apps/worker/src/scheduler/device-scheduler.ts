@@ -112,9 +112,9 @@ export class DeviceScheduler {
     try {
       do {
         this.again = false;
-        while (this.inFlight < this.options.maxInFlight) {
+        for (;;) {
           const now = performance.now();
-          const q = this.next(now);
+          const q = this.next(now, this.inFlight >= this.options.maxInFlight);
           if (!q) break;
           this.dispatch(q, now);
         }
@@ -133,11 +133,17 @@ export class DeviceScheduler {
     });
   }
 
-  private next(now: number): AnyQueue | undefined {
+  /**
+   * The queue to dispatch from now, if any. With the engine's execution slots all taken
+   * (`engineFull`) only a queue whose next execution runs inline may go: it runs on this thread
+   * beside the engine's, so a light model's requests never wait behind another model's execution.
+   */
+  private next(now: number, engineFull: boolean): AnyQueue | undefined {
     const ready: AnyQueue[] = [];
     let wakeAt = Number.POSITIVE_INFINITY;
     for (const q of this.queues) {
       if (q.items.length === 0 || q.inFlight >= q.policy.maxInFlight) continue;
+      if (engineFull && !q.nextRunsInline()) continue;
       const held = q.heldUntil(now);
       if (held > 0) wakeAt = Math.min(wakeAt, held);
       else ready.push(q);

@@ -67,6 +67,12 @@ export class ModelQueue<P, R> {
    * nothing else would gather while one runs.
    */
   gatherInTurn = false;
+  /**
+   * Whether an execution of `variant` at compiled size `size` would run on this thread, to the
+   * end, before dispatch returns (inline, weights resident): it then needs none of the engine's
+   * execution slots, and the scheduler dispatches it even while they are all taken. Unset: never.
+   */
+  runsInline: ((variant: number | null, size: number) => boolean) | null = null;
   readonly fair: FairShare;
   readonly shed: ShedCounts = { queueFull: 0, deadline: 0, laxity: 0, aborted: 0 };
   private readonly idleSignal = new IdleSignal();
@@ -114,6 +120,15 @@ export class ModelQueue<P, R> {
       return { size: undefined, take: this.items.length > 0 ? 1 : 0, rows: this.head?.rows ?? 1 };
     const cost = this.policy.sizeChoice === "throughput" ? (size: number) => this.fair.measured(size) : undefined;
     return chooseBatch(this.items, this.policy, cost);
+  }
+
+  /** Whether the execution plan() would dispatch now runs inline (see runsInline). */
+  nextRunsInline(): boolean {
+    const head = this.head;
+    if (!head || !this.runsInline) return false;
+    // Uncoalesced, a request runs at the smallest compiled size that holds it.
+    const size = this.plan().size ?? this.policy.compiledBatchSizes.find((s) => s >= (head.rows ?? 1));
+    return size !== undefined && this.runsInline(head.variant, size);
   }
 
   /**
