@@ -55,3 +55,48 @@ describe("WebAssembly im2col", () => {
     }
   });
 });
+
+describe("WebAssembly bf16 conversions", () => {
+  const g = convGeometry(
+    { type: "f32", shape: [1, 3, 3, 1], data: new Float32Array(9) },
+    { type: "f32", shape: [2, 2, 1, 1], data: new Float32Array(4) },
+    { dims: NHWC_HWIO },
+  );
+
+  test("narrowing rounds every f32 as element-io does (ties to even, overflow to infinity), NaNs quiet with their sign", () => {
+    const next = rng(3);
+    const count = 4099;
+    const bits = new Uint32Array(count);
+    // Random bits, plus the edges: midpoints, the largest finite values, infinities, zeros, NaNs.
+    for (let i = 0; i < count; i++) bits[i] = Math.floor(next() * 2 ** 32) >>> 0;
+    const edges = [0x3f808000, 0x3f818000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0, 0x80000000];
+    edges.forEach((b, i) => {
+      bits[i] = b;
+    });
+    bits[20] = 0x7fc00001;
+    bits[21] = 0xffa00000;
+    const values = new Float32Array(bits.buffer);
+    const ws = im2colWorkspace(g, tapTables(g), false, 9, 4, 4, count);
+    if (!ws) throw new Error("WebAssembly SIMD is missing");
+    ws.output.set(values);
+    const actual = new Uint16Array(count);
+    ws.narrowBf16(actual);
+    for (let i = 0; i < count; i++) {
+      const u = bits[i] as number;
+      const expected =
+        (u & 0x7fffffff) > 0x7f800000
+          ? ((u >>> 16) | 0x40) & 0xffff
+          : ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
+      if (actual[i] !== expected) throw new Error(`bits ${u.toString(16)}: got ${actual[i]}, expected ${expected}`);
+    }
+  });
+
+  test("widening puts every bf16 value's bits on top of an f32", () => {
+    const all = new Uint16Array(65536).map((_, i) => i);
+    const ws = im2colWorkspace(g, tapTables(g), false, all.length, 4, 4);
+    if (!ws) throw new Error("WebAssembly SIMD is missing");
+    ws.widenBf16(all);
+    const widened = new Uint32Array(ws.input.buffer, ws.input.byteOffset, all.length);
+    for (let i = 0; i < all.length; i++) expect(widened[i]).toBe((i << 16) >>> 0);
+  });
+});

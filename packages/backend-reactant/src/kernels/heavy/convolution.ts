@@ -22,7 +22,7 @@ import { dotGeneral } from "./dot-general.ts";
 import { fromFloats, isF8, storeFloats, toFloat32, toFloat32Scratch, toFloat64 } from "./element-io.ts";
 import { unsupported } from "./errors.ts";
 import { im2col, tapTables } from "./im2col.ts";
-import { im2colWorkspace } from "./im2col-wasm.ts";
+import { type Im2colWorkspace, im2colWorkspace } from "./im2col-wasm.ts";
 import { isIdentity, permuteData, product, sameKind } from "./permute.ts";
 import { reverseAxes } from "./reverse-axes.ts";
 
@@ -86,6 +86,22 @@ export function convolution(
   const realFloat = isFloatType(resultType) && !isComplexType(lhs.type) && !isComplexType(rhs.type);
   if (realFloat) {
     const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
+    if (
+      inF32 &&
+      g.spatialRank === 2 &&
+      product(kernelShape) > 0 &&
+      usesIm2col(g) &&
+      isIdentity(lhsPerm) &&
+      isIdentity(outPermFor(g, d))
+    ) {
+      const kernel = reverseAxes(
+        canonical(toFloat32(rhs, OP), rhs, rhsPerm, 1),
+        kernelShape,
+        reversedAxes,
+      ) as Float32Array;
+      const result = workspaceConvolution(g, lhs, kernel, resultType, allocFloats, allocData);
+      if (result) return result;
+    }
     const lhsFloats = inF32 ? toFloat32Scratch(lhs, widenedScratch(lhs), OP) : toFloat64(lhs, OP);
     const input = canonical(lhsFloats, lhs, lhsPerm, 1) as Float32Array | Float64Array;
     const kernelData = canonical(inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP), rhs, rhsPerm, 1);
@@ -160,6 +176,91 @@ function colScratch(f64: boolean, length: number): Float32Array | Float64Array {
   return colF32;
 }
 
+/** im2col rows per chunk: about CHUNK_ELEMENTS elements, within one image's positions. */
+function chunkRows(g: ConvGeometry, depth: number): number {
+  const positions = product(g.outSpatial);
+  return Math.max(1, Math.min(positions, Math.floor(CHUNK_ELEMENTS / Math.max(1, depth))));
+}
+
+/** Whether the convolution takes im2col + GEMM (not the pointwise or depthwise paths). */
+function usesIm2col(g: ConvGeometry): boolean {
+  return !isPointwise(g) && !isDepthwise2d(g);
+}
+
+/**
+ * Every group's and image's im2col rows (filled in the workspace, chunk by chunk) times its
+ * kernel columns into `out` ([N, positions, O]), the GEMM reading the rows in place.
+ */
+function im2colProducts(
+  g: ConvGeometry,
+  ws: Im2colWorkspace,
+  kernel: Float32Array | Float64Array,
+  out: Float32Array | Float64Array,
+): void {
+  const positions = product(g.outSpatial);
+  const depth = product(g.kernelSpatial) * g.groupInChannels;
+  const rowsPerChunk = chunkRows(g, depth);
+  const O = g.outChannels;
+  for (let group = 0; group < g.groups; group++) {
+    for (let n = 0; n < g.outBatch; n++) {
+      const src = groupSource(g, group, n);
+      for (let row = 0; row < positions; row += rowsPerChunk) {
+        const rowEnd = Math.min(positions, row + rowsPerChunk);
+        ws.fill(src.batchIndex, src.channelOffset, g.groupInChannels, row, rowEnd);
+        gemm({
+          m: rowEnd - row,
+          n: g.groupOutChannels,
+          k: depth,
+          a: ws.col,
+          aOffset: 0,
+          lda: depth,
+          transA: false,
+          b: kernel,
+          bOffset: group * g.groupOutChannels,
+          ldb: O,
+          transB: false,
+          c: out,
+          cOffset: (n * positions + row) * O + group * g.groupOutChannels,
+          ldc: O,
+          accumulate: false,
+        });
+      }
+    }
+  }
+}
+
+/**
+ * An f32-computed 2-d convolution on canonical layouts whose input and result stay in the
+ * workspace: a bf16 input widened there, a narrow result rounded from there into `allocData`'s
+ * storage. Null where the workspace is unavailable (the general path then runs).
+ */
+function workspaceConvolution(
+  g: ConvGeometry,
+  lhs: NDArray,
+  kernel: Float32Array,
+  resultType: ElemType,
+  allocFloats: FloatAlloc,
+  allocData: DataAlloc,
+): NDArray | null {
+  const depth = product(g.kernelSpatial) * g.groupInChannels;
+  const count = g.outBatch * product(g.outSpatial) * g.outChannels;
+  const narrow = resultType !== "f32";
+  const inputCount = product(lhs.shape);
+  const tables = tapTables(g);
+  const ws = im2colWorkspace(g, tables, false, inputCount, chunkRows(g, depth), depth, narrow ? count : 0);
+  if (!ws) return null;
+  if (lhs.type === "bf16") ws.widenBf16(lhs.data as Uint16Array);
+  else ws.input.set(toFloat32Scratch(lhs, widenedScratch(lhs), OP));
+  // Every element is written by a GEMM with beta = 0, so stale contents do not matter.
+  const out = narrow ? ws.output : (allocFloats(count, false) as Float32Array);
+  im2colProducts(g, ws, kernel, out);
+  if (!narrow) return { type: resultType, shape: g.resultShape, data: out };
+  const data = allocData(resultType, count);
+  if (resultType === "bf16") ws.narrowBf16(data as Uint16Array);
+  else storeFloats(resultType, out, data, OP);
+  return { type: resultType, shape: g.resultShape, data };
+}
+
 function floatConvolution(
   g: ConvGeometry,
   input: Float32Array | Float64Array,
@@ -220,20 +321,11 @@ function floatConvolution(
     depthwise2d(g, tables, input, kernel, out);
     return out;
   }
-  const rowsPerChunk = Math.max(1, Math.min(positions, Math.floor(CHUNK_ELEMENTS / Math.max(1, depth))));
+  const rowsPerChunk = chunkRows(g, depth);
   const ws = depth > 0 ? im2colWorkspace(g, tables, f64, input.length, rowsPerChunk, depth) : null;
   if (ws) {
     ws.input.set(input);
-    for (let group = 0; group < g.groups; group++) {
-      for (let n = 0; n < g.outBatch; n++) {
-        const src = groupSource(g, group, n);
-        for (let row = 0; row < positions; row += rowsPerChunk) {
-          const rowEnd = Math.min(positions, row + rowsPerChunk);
-          ws.fill(src.batchIndex, src.channelOffset, g.groupInChannels, row, rowEnd);
-          groupProduct(group, rowEnd - row, ws.col, 0, depth, (n * positions + row) * O + group * g.groupOutChannels);
-        }
-      }
-    }
+    im2colProducts(g, ws, kernel, out);
     return out;
   }
   const col = colScratch(f64, rowsPerChunk * depth);

@@ -11,7 +11,7 @@
  * each may read up to 12 bytes past its end and write that far past its end (into the next span,
  * written after, or past the last row, where the caller leaves room).
  */
-import { I32, addTo, countUp, name, op, section, u32, v128, vec, whileBelow } from "../../blas/wasm-encode.ts";
+import { I32, V128, addTo, countUp, name, op, section, u32, v128, vec, whileBelow } from "../../blas/wasm-encode.ts";
 
 const [SRC, DST, ROW_START, ROW_END, OUT_W, KH, KW, PIXEL, RUN, LINE_BYTES, ROW_TAB, COL_TAB, CONTIG] = [
   0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
@@ -128,23 +128,122 @@ function body(): number[] {
   return [...locals, ...op.get(KW), ...op.get(RUN), ...op.i32Mul, ...op.set(SPAN), ...rows, ...op.end];
 }
 
-/** The module's bytes; it exports `memory` (`pages` 64 KiB pages to start) and `im2col`. */
+const simd = (code: number) => [0xfd, ...u32(code)];
+const S = {
+  extendLowU: simd(0xa9),
+  extendHighU: simd(0xaa),
+  shl: simd(0xab),
+  shrU: simd(0xad),
+  i32Add: simd(0xae),
+  narrowU: simd(0x86),
+  and: simd(0x4e),
+  or: simd(0x50),
+  bitselect: simd(0x52),
+  f32Ne: simd(0x42),
+};
+
+/** A v128 constant with `bits` in every i32 lane. */
+function splat32(bits: number): number[] {
+  const lane = [bits & 0xff, (bits >>> 8) & 0xff, (bits >>> 16) & 0xff, bits >>> 24];
+  return v128.const([...lane, ...lane, ...lane, ...lane]);
+}
+
+// widen / narrow parameters and locals: (src, dst, n), element counter, one v128 temporary.
+const [FROM_PTR, TO_PTR, COUNT, AT, X] = [0, 1, 2, 3, 4];
+
+/** Pointer local + AT * size + extra bytes, on the stack. */
+function at(pointer: number, size: number, extra = 0): number[] {
+  return [
+    ...op.get(pointer),
+    ...op.get(AT),
+    ...op.i32(size),
+    ...op.i32Mul,
+    ...op.i32Add,
+    ...op.i32(extra),
+    ...op.i32Add,
+  ];
+}
+
+/** `step` for every 8 elements below COUNT, with the locals' declaration and the end. */
+function byEights(step: number[]): number[] {
+  const locals = vec([
+    [1, I32],
+    [1, V128],
+  ]);
+  return [
+    ...locals,
+    ...op.i32(0),
+    ...op.set(AT),
+    ...whileBelow(AT, COUNT, [...step, ...addTo(AT, op.i32(8))]),
+    ...op.end,
+  ];
+}
+
+/** bf16 bits -> f32: each 16-bit value moved to the top of its lane (exact for every value). */
+function widenBf16Body(): number[] {
+  const half = (extend: number[], extra: number) => [
+    ...at(TO_PTR, 4, extra),
+    ...at(FROM_PTR, 2),
+    ...v128.load(),
+    ...extend,
+    ...op.i32(16),
+    ...S.shl,
+    ...v128.store(),
+  ];
+  return byEights([...half(S.extendLowU, 0), ...half(S.extendHighU, 16)]);
+}
+
+/**
+ * f32 -> bf16 bits rounded to nearest even on the bits, (u + 0x7fff + bit 16 of u) >> 16, as
+ * element-io's narrowToBf16 computes them; a NaN stays a NaN of its sign, made quiet, as
+ * numberToBf16Bits makes it.
+ */
+function narrowBf16Body(): number[] {
+  const rounded = (extra: number) => [
+    ...at(FROM_PTR, 4, extra),
+    ...v128.load(),
+    ...op.set(X),
+    ...op.get(X),
+    ...op.i32(16),
+    ...S.shrU,
+    ...splat32(0x40),
+    ...S.or,
+    ...op.get(X),
+    ...op.get(X),
+    ...op.i32(16),
+    ...S.shrU,
+    ...splat32(1),
+    ...S.and,
+    ...S.i32Add,
+    ...splat32(0x7fff),
+    ...S.i32Add,
+    ...op.i32(16),
+    ...S.shrU,
+    ...op.get(X),
+    ...op.get(X),
+    ...S.f32Ne,
+    ...S.bitselect,
+  ];
+  return byEights([...at(TO_PTR, 2), ...rounded(0), ...rounded(16), ...S.narrowU, ...v128.store()]);
+}
+
+/**
+ * The module's bytes; it exports `memory` (`pages` 64 KiB pages to start), `im2col`, and
+ * `widenBf16` / `narrowBf16` (src, dst, n): n elements, 8 at a time (so up to 7 past the end
+ * are read and written, into slack the caller leaves).
+ */
 export function im2colModule(pages: number): Uint8Array<ArrayBuffer> {
   const type = [0x60, ...vec(Array.from({ length: PARAMS }, () => [I32])), ...vec([])];
-  const code = body();
+  const convertType = [0x60, ...vec([[I32], [I32], [I32]]), ...vec([])];
+  const bodies = [body(), widenBf16Body(), narrowBf16Body()];
+  const exported = ["im2col", "widenBf16", "narrowBf16"];
   const bytes = [
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, vec([type])),
-    ...section(3, vec([[0]])),
+    ...section(1, vec([type, convertType])),
+    ...section(3, vec([[0], [1], [1]])),
     ...section(5, vec([[0x00, ...u32(pages)]])),
-    ...section(
-      7,
-      vec([
-        [...name("memory"), 0x02, 0],
-        [...name("im2col"), 0x00, 0],
-      ]),
-    ),
-    ...section(10, vec([[...u32(code.length), ...code]])),
+    ...section(7, vec([[...name("memory"), 0x02, 0], ...exported.map((e, i) => [...name(e), 0x00, ...u32(i)])])),
+    ...section(10, vec(bodies.map((b) => [...u32(b.length), ...b]))),
   ];
   return new Uint8Array(bytes);
 }

@@ -25,9 +25,13 @@ type Im2colFn = (
   contiguous: number,
 ) => void;
 
+type ConvertFn = (src: number, dst: number, n: number) => void;
+
 interface Exports {
   readonly memory: WebAssembly.Memory;
   readonly im2col: Im2colFn;
+  readonly widenBf16: ConvertFn;
+  readonly narrowBf16: ConvertFn;
 }
 
 /** undefined: not tried yet; null: WebAssembly SIMD is not available here. */
@@ -57,13 +61,20 @@ export interface Im2colWorkspace {
   readonly input: Float32Array | Float64Array;
   /** Rows of the last `fill`, `depth` elements each, from element 0. */
   readonly col: Float32Array | Float64Array;
+  /** The f32 result region (`outputElements` of them), empty when none was asked for. */
+  readonly output: Float32Array;
   /** im2col rows [rowStart, rowEnd) of one batch image and channel block into `col`. */
   fill(batchIndex: number, channelOffset: number, channelCount: number, rowStart: number, rowEnd: number): void;
+  /** `input` from bf16 bits (exact). */
+  widenBf16(bits: Uint16Array): void;
+  /** `output` rounded to bf16 bits into `dst` (nearest even; a NaN kept quiet with its sign). */
+  narrowBf16(dst: Uint16Array): void;
 }
 
 /**
- * A workspace for a 2-d convolution with `inputElements` input elements and up to `rows` im2col
- * rows of `depth` at a time, or null where the module is unavailable or would grow too large.
+ * A workspace for a 2-d convolution with `inputElements` input elements, up to `rows` im2col
+ * rows of `depth` at a time and, for an f32 workspace, `outputElements` of f32 results, or null
+ * where the module is unavailable or would grow too large.
  */
 export function im2colWorkspace(
   g: ConvGeometry,
@@ -72,6 +83,7 @@ export function im2colWorkspace(
   inputElements: number,
   rows: number,
   depth: number,
+  outputElements = 0,
 ): Im2colWorkspace | null {
   if (g.spatialRank !== 2) return null;
   const size = f64 ? 8 : 4;
@@ -81,7 +93,10 @@ export function im2colWorkspace(
   const colAt = align(rowTable.byteLength);
   const inputAt = colAt + align(colTable.byteLength);
   const colRegionAt = inputAt + align(inputElements * size + SLACK);
-  const total = colRegionAt + align(rows * depth * size + SLACK);
+  const outputAt = colRegionAt + align(rows * depth * size + SLACK);
+  const outputs = f64 ? 0 : outputElements;
+  const halfAt = outputAt + align(outputs * 4 + SLACK);
+  const total = halfAt + align(2 * Math.max(inputElements, outputs) + SLACK);
   if (total > MAX_BYTES) return null;
   const ex = load();
   if (!ex) return null;
@@ -94,6 +109,7 @@ export function im2colWorkspace(
   const Float = f64 ? Float64Array : Float32Array;
   const input = new Float(buffer, inputAt, inputElements);
   const col = new Float(buffer, colRegionAt, rows * depth);
+  const output = new Float32Array(buffer, outputAt, outputs);
   const [inH, inW] = g.inSpatial as [number, number];
   const outW = g.outSpatial[1] as number;
   const [kH, kW] = g.kernelSpatial as [number, number];
@@ -102,6 +118,15 @@ export function im2colWorkspace(
   return {
     input,
     col,
+    output,
+    widenBf16(bits) {
+      new Uint16Array(buffer, halfAt, bits.length).set(bits);
+      ex.widenBf16(halfAt, inputAt, bits.length);
+    },
+    narrowBf16(dst) {
+      ex.narrowBf16(outputAt, halfAt, dst.length);
+      dst.set(new Uint16Array(buffer, halfAt, dst.length));
+    },
     fill(batchIndex, channelOffset, channelCount, rowStart, rowEnd) {
       const contiguous = channelCount === C && g.rhsDilation[1] === 1 && g.lhsDilation[1] === 1 ? 1 : 0;
       const src = inputAt + (batchIndex * inH * inW * C + channelOffset) * size;
