@@ -41,9 +41,21 @@ export type SimdLoop = (leaves: readonly NDArray[], out: TypedArray, outer: numb
  */
 const MAX_BYTES = 32 * 1024 * 1024;
 
-/** The memory every fused module works in (one call at a time on a thread). */
+/**
+ * The memory every fused module works in (one call at a time on a thread), and views of it
+ * made once per size: a view made per call on a WebAssembly memory's buffer cost about 2 us in
+ * JavaScriptCore, a tenth of a transformer's whole run.
+ */
 let memory: WebAssembly.Memory | null | undefined;
-let u8 = new Uint8Array(0);
+let u16 = new Uint16Array(0);
+let u32 = new Uint32Array(0);
+let f32 = new Float32Array(0);
+
+function viewMemory(mem: WebAssembly.Memory): void {
+  u16 = new Uint16Array(mem.buffer);
+  u32 = new Uint32Array(mem.buffer);
+  f32 = new Float32Array(mem.buffer);
+}
 let disabled = false;
 let runs = 0;
 
@@ -51,7 +63,7 @@ function sharedMemory(): WebAssembly.Memory | null {
   if (memory === undefined) {
     try {
       memory = new WebAssembly.Memory({ initial: 16 });
-      u8 = new Uint8Array(memory.buffer);
+      viewMemory(memory);
     } catch {
       memory = null;
     }
@@ -60,10 +72,10 @@ function sharedMemory(): WebAssembly.Memory | null {
 }
 
 function reserve(mem: WebAssembly.Memory, bytes: number): void {
-  const have = mem.buffer.byteLength;
+  const have = f32.length * 4;
   if (bytes > have) {
     mem.grow(Math.ceil((bytes - have) / 65536));
-    u8 = new Uint8Array(mem.buffer);
+    viewMemory(mem);
   }
 }
 
@@ -126,16 +138,17 @@ interface Stage {
   readonly type: Narrow;
   /** Its operand varies only with the outer index: computed once per row, read as a "c" leaf. */
   readonly perRow: boolean;
-  readonly pass: (values: Float32Array, n: number, h: typeof HELPERS) => void;
+  /** Applies the function to values[from..to). */
+  readonly pass: (values: Float32Array, from: number, to: number, h: typeof HELPERS) => void;
 }
 
 const PASSES = new Map<string, Stage["pass"]>();
 
 function passFor(n: string, t: Narrow): Stage["pass"] {
-  const source = `for (let i = 0; i < n; i++) { const x = S[i]; S[i] = ${roundExpr(t, scriptUnary(n, t) as string)}; }`;
+  const source = `for (let i = from; i < to; i++) { const x = S[i]; S[i] = ${roundExpr(t, scriptUnary(n, t) as string)}; }`;
   let pass = PASSES.get(source);
   if (!pass) {
-    pass = new Function("S", "n", "H", source) as Stage["pass"];
+    pass = new Function("S", "from", "to", "H", source) as Stage["pass"];
     PASSES.set(source, pass);
   }
   return pass;
@@ -185,10 +198,11 @@ function splitStages(
 const F16_AS_F32_BITS = new Uint32Array(F16_TO_NUMBER.buffer, F16_TO_NUMBER.byteOffset, F16_TO_NUMBER.length);
 
 /** The first n f16 / bf16 elements of `data` as f32 at byte `at` of the memory. */
-function widenInto(data: Uint16Array, n: number, type: Narrow, mem: WebAssembly.Memory, at: number): void {
-  const bits = new Uint32Array(mem.buffer, at, n);
-  if (type === "bf16") for (let i = 0; i < n; i++) bits[i] = (data[i] as number) << 16;
-  else for (let i = 0; i < n; i++) bits[i] = F16_AS_F32_BITS[data[i] as number] as number;
+function widenInto(data: Uint16Array, n: number, type: Narrow, at: number): void {
+  const bits = u32;
+  const o = at >> 2;
+  if (type === "bf16") for (let i = 0; i < n; i++) bits[o + i] = (data[i] as number) << 16;
+  else for (let i = 0; i < n; i++) bits[o + i] = F16_AS_F32_BITS[data[i] as number] as number;
 }
 
 /** Bytes of a leaf's run in memory: "d" the output's count, "r" a row, "c" a column, "s" one. */
@@ -250,8 +264,13 @@ export function generateSimd(
       const d = (ls[k] as NDArray).data as Float32Array | Uint16Array;
       const n = leafElements(classes[k] as LeafClass, outer, inner);
       if (d instanceof Uint16Array && loadTypes[k] === "f32")
-        widenInto(d, n, valueTypes[k] as Narrow, mem, args[2 + k] as number);
-      else u8.set(new Uint8Array(d.buffer, d.byteOffset, n * (sizes[k] as number)), args[2 + k] as number);
+        widenInto(d, n, valueTypes[k] as Narrow, args[2 + k] as number);
+      else {
+        // Runs start 16-byte aligned, so an element index in the view of the leaf's own size.
+        const run = n === d.length ? d : d.subarray(0, n);
+        if (run instanceof Float32Array) f32.set(run, (args[2 + k] as number) >> 2);
+        else u16.set(run, (args[2 + k] as number) >> 1);
+      }
     }
     for (let s = 0; s < stages.length; s++) {
       const stage = stages[s] as Stage;
@@ -261,7 +280,7 @@ export function generateSimd(
       args[2 + total] = scratch;
       (stageRuns[s] as Run)(...args);
       const n = stage.perRow ? outer : outer * inner;
-      stage.pass(new Float32Array(mem.buffer, scratch, n), n, HELPERS);
+      stage.pass(f32, scratch >> 2, (scratch >> 2) + n, HELPERS);
     }
     args[0] = outer;
     args[1] = inner;
@@ -269,7 +288,8 @@ export function generateSimd(
     final(...args);
     runs++;
     const o = out as Float32Array | Uint16Array;
-    new Uint8Array(o.buffer, o.byteOffset, outBytes).set(u8.subarray(outAt, outAt + outBytes));
+    if (o instanceof Float32Array) o.set(f32.subarray(outAt >> 2, (outAt + outBytes) >> 2));
+    else o.set(u16.subarray(outAt >> 1, (outAt + outBytes) >> 1));
     return true;
   };
   return { loop, outType };

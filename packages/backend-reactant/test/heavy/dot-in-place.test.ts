@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { NDArray } from "../../src/array.ts";
 import { SMALL_GEMM_LIMIT } from "../../src/blas/small-gemm.ts";
+import { dotGeneralFor } from "../../src/kernels/heavy/dot-general.ts";
 import { dotGeneral } from "../../src/kernels/heavy/index.ts";
 import { inPlaceView, orientation } from "../../src/kernels/heavy/gemm-layout.ts";
 import { permuteData } from "../../src/kernels/heavy/permute.ts";
@@ -63,6 +64,18 @@ describe("dot_general reads permuted operands in place", () => {
       expect(Array.from(got.data as Float32Array)).toEqual(Array.from(want.data as Float32Array));
     });
   }
+
+  test("an op's permuted operand storage is reused across calls without keeping old values", () => {
+    const dims = { lhsBatch: [0, 2], rhsBatch: [0, 2], lhsContracting: [3], rhsContracting: [3] };
+    const op = dotGeneralFor(dims);
+    const alloc = (n: number) => new Float32Array(n);
+    const q = f32([2, 32, 4, 16], 5);
+    for (const seed of [6, 7, 8]) {
+      const k = f32([2, 32, 4, 16], seed);
+      const got = op(q, k, "f32", alloc);
+      expect(Array.from(got.data as Float32Array)).toEqual(Array.from(dotGeneral(q, k, dims).data as Float32Array));
+    }
+  });
 
   test("views: offsets per batch, the row stride, and which layouts are refused", () => {
     // q[b, s, h, d] per (b, h): rows s 64 apart, contracting d innermost.

@@ -6,6 +6,7 @@
 import {
   type ElemType,
   type NDArray,
+  type TypedArray,
   allocData,
   elementCount,
   isComplexType,
@@ -17,6 +18,7 @@ import { type GemmRunner, gemm, planGemm } from "../../blas/index.ts";
 import { SMALL_GEMM_LIMIT } from "../../blas/small-gemm.ts";
 import { toFloat32, toFloat64, fromFloats, isF8 } from "./element-io.ts";
 import { checkAxes, invalid, unsupported } from "./errors.ts";
+import { permuteData, sameKind } from "./permute.ts";
 import { type InPlace, type Oriented, type Orientation, inPlaceView, orientData, orientation } from "./gemm-layout.ts";
 import { integerDot } from "./dot-integer.ts";
 
@@ -107,6 +109,11 @@ interface DotLayout {
   converted: [Converted | null, Converted | null];
   /** This layout without its in-place views (permutedLayout), made on first use. */
   permuted?: DotLayout;
+  /**
+   * Per side, the storage a float operand is permuted into, reused call after call: the copy
+   * lives only while this op's GEMMs read it.
+   */
+  scratch: [TypedArray | null, TypedArray | null];
 }
 
 function layoutFor(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotLayout {
@@ -131,7 +138,21 @@ function layoutFor(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotLa
     gemmF32: null,
     gemmF64: null,
     converted: [null, null],
+    scratch: [null, null],
   };
+}
+
+/** A float operand permuted for GEMM into the layout's scratch for its side. */
+function permuteFloat(layout: DotLayout, a: NDArray, data: Float32Array | Float64Array, isLhs: boolean): TypedArray {
+  const perm = (isLhs ? layout.lhs : layout.rhs).permute;
+  if (perm === null) return data;
+  const side = isLhs ? 0 : 1;
+  let into = layout.scratch[side];
+  if (!into || into.constructor !== data.constructor || into.length !== data.length) {
+    into = sameKind(data, data.length);
+    layout.scratch[side] = into;
+  }
+  return permuteData(data, a.shape, perm, 1, into as typeof data);
 }
 
 interface Converted {
@@ -258,8 +279,8 @@ function runDot(
     const la = inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP);
     const rb = inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP);
     // A side with an in-place view is read as converted, unpermuted (floatGemm's offsets).
-    const ad = (layout.lhsView ? la : orient(lhs, la, 1, true).data) as Float32Array | Float64Array;
-    const bd = (layout.rhsView ? rb : orient(rhs, rb, 1, false).data) as Float32Array | Float64Array;
+    const ad = (layout.lhsView ? la : permuteFloat(layout, lhs, la, true)) as Float32Array | Float64Array;
+    const bd = (layout.rhsView ? rb : permuteFloat(layout, rhs, rb, false)) as Float32Array | Float64Array;
     const c = floatGemm(ad, bd, layout, inF32, alloc);
     return { type: resultType, shape: [...plan.resultShape], data: fromFloats(resultType, c, OP) };
   }

@@ -15,17 +15,21 @@ export function isIdentity(perm: readonly number[]): boolean {
   return perm.every((p, i) => p === i);
 }
 
-/** out[i0..] = in[permuted]; result shape is perm.map(p => shape[p]). Returns the input when perm is the identity. */
+/**
+ * out[i0..] = in[permuted]; result shape is perm.map(p => shape[p]). Returns the input when perm
+ * is the identity. `into` (same class and length as `data`) is written instead of a new array.
+ */
 export function permuteData<T extends TypedArray>(
   data: T,
   shape: readonly number[],
   perm: readonly number[],
   slots = 1,
+  into?: T,
 ): T {
   if (isIdentity(perm)) return data;
   const inStrides = strides(shape);
   const outShape = perm.map((p) => shape[p] as number);
-  const out = sameKind(data, data.length);
+  const out = into ?? sameKind(data, data.length);
   const bits = bitExact(data, slots);
   const words = bits.slots;
   const stepIn = perm.map((p) => (inStrides[p] as number) * words);
