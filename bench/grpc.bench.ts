@@ -11,7 +11,9 @@
  * pre-encoded ModelInferRequest bytes with raw contents, REST the binary tensor data extension
  * (the same bytes in and out). The bare server is grpc-js with the same service definition and
  * encoder, answering a precomputed copy of the worker's MLP answer without decoding the request
- * or running anything. Large input: grpc/large-input.ts, on grpc/large-bundle.ts's model.
+ * or running anything; the bare own-transport server does the same on the worker's gRPC
+ * transport (node:http2, packages/server/src/grpc/transport), the floor of that transport.
+ * Large input: grpc/large-input.ts, on grpc/large-bundle.ts's model.
  * Writes bench/results/grpc-<date>.json (bench/lib/results.ts).
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -28,6 +30,7 @@ import {
   ModelInferRequestSchema,
   ModelInferResponseSchema,
 } from "../packages/server/src/grpc/gen/grpc_service_pb.ts";
+import { H2GrpcServer } from "../packages/server/src/grpc/transport/h2-server.ts";
 import { writeSumBundle } from "./grpc/large-bundle.ts";
 import { measureLargeInput } from "./grpc/large-input.ts";
 import type { LoadSpec } from "./grpc/load.ts";
@@ -81,6 +84,7 @@ const worker = await startWorker({
 const grpcAddress = worker.grpcAddress as string;
 const client = new InferenceClient(grpcAddress);
 const bare = new Server({ "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 });
+let bareH2: H2GrpcServer | undefined;
 
 try {
   result.figure("engine", worker.engine.engine);
@@ -114,6 +118,21 @@ try {
   const barePort = await new Promise<number>((ok, fail) =>
     bare.bindAsync("127.0.0.1:0", ServerCredentials.createInsecure(), (e, p) => (e ? fail(e) : ok(p))),
   );
+  const modelInfer = serviceDefinition(GRPCInferenceService).ModelInfer as { path: string };
+  bareH2 = new H2GrpcServer(
+    new Map([
+      [
+        modelInfer.path,
+        {
+          kind: "unary",
+          handler: (_call, callback) => callback(null, precomputed),
+          serialize: (v) => toBinary(ModelInferResponseSchema, v as typeof precomputed),
+        },
+      ],
+    ]),
+    { maxMessageBytes: 1 << 30 },
+  );
+  const bareH2Port = await bareH2.listen("127.0.0.1", 0);
   result.figure("request", { grpcBytes: requestBytes.byteLength, restBytes: restBody.byteLength, shape: [1, 64] });
   result.figure("response", { grpcBytes: answerBytes.byteLength });
   const warmUpSeconds = Number(args["warm-up"]);
@@ -128,6 +147,13 @@ try {
   const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
   const specs: Record<Side, LoadSpec> = {
     bare: { kind: "grpc", target: `127.0.0.1:${barePort}`, body: b64(requestBytes), concurrency, seconds: duration },
+    bareH2: {
+      kind: "grpc",
+      target: `127.0.0.1:${bareH2Port}`,
+      body: b64(requestBytes),
+      concurrency,
+      seconds: duration,
+    },
     grpc: { kind: "grpc", target: grpcAddress, body: b64(requestBytes), concurrency, seconds: duration },
     rest: {
       kind: "rest",
@@ -155,6 +181,7 @@ try {
 } finally {
   client.close();
   bare.forceShutdown();
+  await bareH2?.stop(true, 0);
   await worker.stop();
   rmSync(root, { recursive: true, force: true });
 }

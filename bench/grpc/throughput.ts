@@ -9,8 +9,12 @@ import type { BenchResult } from "../lib/results.ts";
 import { median } from "../lib/stats.ts";
 import { type LoadResult, type LoadSpec, load } from "./load.ts";
 
-export type Side = "bare" | "grpc" | "rest";
-const SIDES: readonly Side[] = ["bare", "grpc", "rest"];
+/**
+ * bare: a grpc-js server; bareH2: the worker's own transport (node:http2) with nothing behind it;
+ * grpc and rest: the worker.
+ */
+export type Side = "bare" | "bareH2" | "grpc" | "rest";
+const SIDES: readonly Side[] = ["bare", "bareH2", "grpc", "rest"];
 
 interface SideMedians {
   readonly rps: number;
@@ -48,15 +52,16 @@ export async function measureThroughput(result: BenchResult, options: Throughput
     await result.step(`warm-up ${side}`, () => load({ ...specs[side], seconds: options.warmUpSeconds }));
   }
   const perRound: Partial<Record<Side, LoadResult>>[] = [];
-  const all: Record<Side, LoadResult[]> = { bare: [], grpc: [], rest: [] };
+  const all: Record<Side, LoadResult[]> = { bare: [], bareH2: [], grpc: [], rest: [] };
   for (let r = 0; r < rounds; r++) {
     const round: Partial<Record<Side, LoadResult>> = {};
-    for (const side of [...SIDES.slice(r % 3), ...SIDES.slice(0, r % 3)]) {
+    const at = r % SIDES.length;
+    for (const side of [...SIDES.slice(at), ...SIDES.slice(0, at)]) {
       const run = await result.step(`load ${side} round ${r}`, () => load(specs[side]));
       if (!run) continue;
       round[side] = run;
       all[side].push(run);
-      console.log(`  ${side.padEnd(5)} round ${r}: ${run.rps} req/s  p50 ${run.p50Ms} ms  p99 ${run.p99Ms} ms`);
+      console.log(`  ${side.padEnd(6)} round ${r}: ${run.rps} req/s  p50 ${run.p50Ms} ms  p99 ${run.p99Ms} ms`);
     }
     perRound.push(round);
   }
@@ -67,7 +72,12 @@ export async function measureThroughput(result: BenchResult, options: Throughput
     p99Ms: medianOf(all[side], "p99Ms"),
     serverCpuUsPerRequest: medianOf(all[side], "serverCpuUsPerRequest"),
   });
-  const medians: Record<Side, SideMedians> = { bare: summary("bare"), grpc: summary("grpc"), rest: summary("rest") };
+  const medians: Record<Side, SideMedians> = {
+    bare: summary("bare"),
+    bareH2: summary("bareH2"),
+    grpc: summary("grpc"),
+    rest: summary("rest"),
+  };
   result.figure("medians", medians);
 
   // [key, numerator side and label, denominator side and label, figure, goal]: a ratio of the
@@ -87,6 +97,24 @@ export async function measureThroughput(result: BenchResult, options: Throughput
       "serverCpuUsPerRequest",
     ],
     ["grpc_vs_bare_p50", ["bare", "bare p50 ms"], ["grpc", "xlaserve gRPC p50 ms"], "p50Ms"],
+    [
+      "grpc_vs_bare_h2_requests_per_second",
+      ["grpc", "xlaserve gRPC ModelInfer (MLP) req/s"],
+      ["bareH2", "bare server on the worker's own gRPC transport (node:http2), same-size answer, req/s"],
+      "rps",
+    ],
+    [
+      "grpc_vs_bare_h2_server_cpu_per_request",
+      ["bareH2", "bare own-transport server CPU us/request"],
+      ["grpc", "xlaserve gRPC server CPU us/request"],
+      "serverCpuUsPerRequest",
+    ],
+    [
+      "bare_h2_vs_bare_server_cpu_per_request",
+      ["bare", "bare grpc-js server CPU us/request"],
+      ["bareH2", "bare own-transport server CPU us/request"],
+      "serverCpuUsPerRequest",
+    ],
     [
       "grpc_vs_rest_requests_per_second",
       ["grpc", "xlaserve gRPC req/s"],

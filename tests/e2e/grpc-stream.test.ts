@@ -1,6 +1,7 @@
 /**
  * ModelStreamInfer on the real worker: requests for every example model on one stream, answered
- * in order and byte-equal to REST, a bad request in the middle answered by its error_message.
+ * in order and byte-equal to REST, a bad request in the middle answered by its error_message;
+ * an open stream counted in worker_inflight_requests until it ends.
  */
 import { describe, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
@@ -46,4 +47,24 @@ describe("ModelStreamInfer", () => {
       );
     }
   }, 60_000);
+
+  test("an open stream is a request in flight (worker_inflight_requests) until it ends", async () => {
+    const inflight = async () => {
+      const text = await (await fetch(`${w.worker.url}/metrics`)).text();
+      return Number(/^worker_inflight_requests (\d+)/m.exec(text)?.[1]);
+    };
+    expect(await inflight()).toBe(0);
+    const stream = w.client.stream();
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on("data", () => {});
+      stream.on("end", () => resolve());
+      stream.on("error", reject);
+    });
+    stream.write(create(ModelInferRequestSchema, inferRequest("mlp", inputs("mlp", 1, 3), false)));
+    for (let i = 0; i < 100 && (await inflight()) === 0; i++) await Bun.sleep(10);
+    expect(await inflight()).toBe(1);
+    stream.end();
+    await ended;
+    expect(await inflight()).toBe(0);
+  });
 });

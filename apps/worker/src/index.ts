@@ -134,11 +134,12 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     scrapeWorkerFigures(metrics, extra, registry, cache?.cache?.fleet?.counters ?? null, cache, backend),
   );
   let listening: RunningServer | null = null;
+  let grpcCalls: (() => number) | null = null;
   registerDeviceMemorySeries(metrics, http.Gauge, { registry, backend, log });
   registerReactantServerSeries(metrics, http.Gauge, {
     registry,
     config,
-    pendingRequests: () => listening?.pendingRequests ?? 0,
+    pendingRequests: () => (listening?.pendingRequests ?? 0) + (grpcCalls?.() ?? 0),
   });
 
   // Load every bundle (compile or load from the cache, probe, warm up), then resolve the budget.
@@ -186,6 +187,7 @@ export async function startWorker(overrides: WorkerOverrides = {}): Promise<Star
     });
     ({ server } = serving);
     listening = server;
+    grpcCalls = serving.grpc?.inFlight ?? null;
   } catch (err) {
     await watcher?.stop();
     await registry.shutdown();

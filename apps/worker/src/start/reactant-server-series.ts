@@ -16,7 +16,10 @@ export function registerReactantServerSeries(
   source: {
     readonly registry: ModelRegistry;
     readonly config: Config;
-    /** Requests the HTTP server is answering now (the scrape itself included), once it listens. */
+    /**
+     * Requests being answered now, once the servers listen: the HTTP server's (the scrape itself
+     * included) and the gRPC calls (a ModelStreamInfer stream counts until it ends).
+     */
     readonly pendingRequests: () => number;
   },
 ): void {
@@ -38,7 +41,10 @@ export function registerReactantServerSeries(
   );
   const pool = gauge("worker_weight_pool_bytes", "Bytes allotted to all weights, pinned and on-demand", ["device"]);
   const resident = gauge("worker_models_resident", "Models whose weights are resident on the device");
-  const inflight = gauge("worker_inflight_requests", "HTTP requests being answered now (this scrape excluded)");
+  const inflight = gauge(
+    "worker_inflight_requests",
+    "Requests being answered now over HTTP and gRPC (this scrape excluded)",
+  );
   const maxConcurrent = gauge(
     "worker_max_concurrent_requests",
     "Executions on the device at once across models (scheduler.maxInFlight; 0: no worker-wide cap, see concurrency.perModel)",

@@ -3,12 +3,11 @@ import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
 import { badRequest } from "../http-error.ts";
 
 /**
- * The grpc-js service definition of a protobuf-es service. Requests are handed to the handlers
- * undecoded (the raw Buffer): decoding there lets a malformed message be INVALID_ARGUMENT with
- * a message naming the problem, where grpc-js would answer INTERNAL. A handler answers with a
- * message, which protobuf-es encodes, or with the message's bytes already encoded (ModelInfer's
- * wire encoder), handed on as they are. grpc-js then copies them once more, into the frame
- * (5-byte header and message in one Buffer it allocates).
+ * The grpc-js service definition of a protobuf-es service: the clients' (grpc-js), and the
+ * server's routes (paths and response serializers). Requests are handed to the handlers undecoded
+ * (the raw Buffer): decoding there lets a malformed message be INVALID_ARGUMENT with a message
+ * naming the problem. A handler answers with a message, which protobuf-es encodes, or with the
+ * message's bytes already encoded, handed on as they are.
  */
 export function serviceDefinition(service: DescService): ServiceDefinition {
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};

@@ -1,5 +1,4 @@
 import type { Logger } from "@xlaserve/core";
-import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { ModelRegistryView } from "../contract.ts";
 import type { ReadinessMode } from "../health/readiness.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -11,6 +10,8 @@ import { modelInferHandler, modelStreamInferHandler } from "./handlers/infer.ts"
 import { repositoryHandlers } from "./handlers/repository.ts";
 import { serverInfoHandlers } from "./handlers/server-info.ts";
 import { sharedMemoryHandlers } from "./handlers/shared-memory.ts";
+import type { StreamHandler, UnaryHandler } from "./transport/calls.ts";
+import { H2GrpcServer, type Route } from "./transport/h2-server.ts";
 
 /** ReactantServer's limit for one gRPC message, either way. */
 export const DEFAULT_GRPC_MAX_MESSAGE_BYTES = 512 * 1024 * 1024;
@@ -44,6 +45,8 @@ export interface GrpcServerOptions {
 
 export interface RunningGrpcServer {
   readonly port: number;
+  /** Calls being answered now (a stream counts until it ends). */
+  readonly inFlight: () => number;
   /** host:port of the bound socket (the real port when 0 was asked for). */
   readonly address: string;
   /**
@@ -53,56 +56,49 @@ export interface RunningGrpcServer {
   stop(force?: boolean, graceMs?: number): Promise<void>;
 }
 
+/** Each method's path with its handler, by the service definition's paths and serializers. */
+function routesOf(handlers: Record<string, UnaryHandler | StreamHandler>): Map<string, Route> {
+  const routes = new Map<string, Route>();
+  for (const [name, method] of Object.entries(serviceDefinition(GRPCInferenceService))) {
+    const handler = handlers[name];
+    if (!handler) continue;
+    routes.set(
+      method.path,
+      method.requestStream
+        ? { kind: "stream", handler: handler as StreamHandler }
+        : { kind: "unary", handler: handler as UnaryHandler, serialize: (v) => method.responseSerialize(v) },
+    );
+  }
+  return routes;
+}
+
 /**
- * inference.GRPCInferenceService on its own port: @grpc/grpc-js over node:http2, which Bun
- * implements (Bun.serve cannot send the trailers gRPC ends each call with). Every RPC answers
- * from the same service code as the REST routes.
+ * inference.GRPCInferenceService on its own port, over node:http2 (which Bun implements; Bun.serve
+ * cannot send the trailers gRPC ends each call with) through the small gRPC transport in
+ * ./transport. Every RPC answers from the same service code as the REST routes.
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpcServer> {
   const max = options.maxMessageBytes ?? DEFAULT_GRPC_MAX_MESSAGE_BYTES;
   const { registry, logger, metrics, sharedMemory } = options;
   const infer = new InferService({ registry, logger, metrics, maxBodyBytes: max, sharedMemory });
-  const server = new Server({
-    "grpc.max_receive_message_length": max,
-    "grpc.max_send_message_length": max,
-  });
-  const implementation: UntypedServiceImplementation = {
-    ...serverInfoHandlers(registry, metrics.requestBook, options.readiness),
-    ...repositoryHandlers(registry, options.authToken, logger),
-    ...sharedMemoryHandlers(sharedMemory),
-    ModelInfer: modelInferHandler(infer),
-    ModelStreamInfer: modelStreamInferHandler(infer),
-  };
-  server.addService(serviceDefinition(GRPCInferenceService), implementation);
-  const credentials = options.tls
-    ? ServerCredentials.createSsl(
-        options.tls.ca ? Buffer.from(options.tls.ca) : null,
-        [{ cert_chain: Buffer.from(options.tls.cert), private_key: Buffer.from(options.tls.key) }],
-        options.tls.ca !== undefined,
-      )
-    : ServerCredentials.createInsecure();
+  const server = new H2GrpcServer(
+    routesOf({
+      ...serverInfoHandlers(registry, metrics.requestBook, options.readiness),
+      ...repositoryHandlers(registry, options.authToken, logger),
+      ...sharedMemoryHandlers(sharedMemory),
+      ModelInfer: modelInferHandler(infer),
+      ModelStreamInfer: modelStreamInferHandler(infer),
+    }),
+    { maxMessageBytes: max, ...(options.tls ? { tls: options.tls } : {}) },
+  );
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${options.port}`, credentials, (error, bound) => {
-      if (error) reject(new Error(`the gRPC server could not bind ${host}:${options.port}: ${error.message}`));
-      else resolve(bound);
-    });
+  const port = await server.listen(options.host, options.port).catch((error: Error) => {
+    throw new Error(`the gRPC server could not bind ${host}:${options.port}: ${error.message}`);
   });
   return {
     port,
     address: `${host}:${port}`,
-    stop: (force = false, graceMs = 2000) =>
-      new Promise<void>((resolve) => {
-        if (force) {
-          server.forceShutdown();
-          resolve();
-          return;
-        }
-        const timer = setTimeout(() => server.forceShutdown(), graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
+    inFlight: () => server.inFlight,
+    stop: (force = false, graceMs = 2000) => server.stop(force, graceMs),
   };
 }

@@ -1,6 +1,7 @@
 import { type ErrorCode, asXlaserveError } from "@xlaserve/core";
-import { Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import { HttpError } from "../http-error.ts";
+import type { GrpcError } from "./transport/calls.ts";
 
 /**
  * The gRPC status for each stable error code, as Triton maps its own errors: a malformed request
@@ -40,8 +41,6 @@ export function statusName(code: status): string {
 }
 
 /** What a handler's callback takes: the status and the error's own message as details. */
-export function serviceError(error: unknown): ServiceError {
-  const code = grpcStatusOf(error);
-  const details = (error as Error)?.message ?? String(error);
-  return Object.assign(new Error(details), { code, details, metadata: new Metadata() });
+export function serviceError(error: unknown): GrpcError {
+  return { code: grpcStatusOf(error), details: (error as Error)?.message ?? String(error) };
 }

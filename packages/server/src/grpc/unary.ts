@@ -5,16 +5,16 @@ import {
   type MessageShape,
   create,
 } from "@bufbuild/protobuf";
-import type { ServerUnaryCall, sendUnaryData } from "@grpc/grpc-js";
 import { decodeMessage } from "./definition.ts";
 import { serviceError } from "./status.ts";
+import type { UnaryCall, UnaryHandler } from "./transport/calls.ts";
 
 type Method = DescMethod & { input: DescMessage; output: DescMessage };
 
-export type UnaryHandler = (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => void;
+export type { UnaryHandler };
 
 /**
- * A grpc-js unary handler from a function of the decoded request: what it returns (or resolves
+ * A unary handler from a function of the decoded request: what it returns (or resolves
  * to) is the response, what it throws the error status (INVALID_ARGUMENT, NOT_FOUND, ...) with
  * the error's message as details.
  */
@@ -22,7 +22,7 @@ export function unary<M extends Method>(
   method: M,
   fn: (
     request: MessageShape<M["input"]>,
-    call: ServerUnaryCall<Buffer, unknown>,
+    call: UnaryCall,
   ) => MessageInitShape<M["output"]> | Promise<MessageInitShape<M["output"]>>,
 ): UnaryHandler {
   return (call, callback) => {

@@ -1,5 +1,4 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { ServerDuplexStream, ServerUnaryCall, ServiceError, sendUnaryData } from "@grpc/grpc-js";
 import type { CancelFlag } from "../../contract.ts";
 import type { InferCall, InferService } from "../../infer/service.ts";
 import { decodeGrpcInfer } from "../decode-infer.ts";
@@ -11,38 +10,15 @@ import {
   ModelStreamInferResponseSchema,
 } from "../gen/grpc_service_pb.ts";
 import { grpcStatusOf, serviceError, statusName } from "../status.ts";
+import type { GrpcError, StreamCall, UnaryCall, UnaryCallback } from "../transport/calls.ts";
+import type { Framed } from "../transport/framing.ts";
 import { decodeInferRequestFast } from "../wire/decode-request.ts";
 
-/** The answer's encoded bytes (the definition passes them to grpc-js as they are), or the error. */
-type Answer = { response: Buffer; error?: undefined } | { response?: undefined; error: ServiceError };
+/** The answer's frame (the transport sends it as it is), or the error. */
+type Answer = { response: Framed; error?: undefined } | { response?: undefined; error: GrpcError };
 
 /** ModelStreamInferResponse's infer_response field: a stream's answer wraps the unary one. */
 const STREAM_INFER_RESPONSE_FIELD = 2;
-
-/** The call's deadline (grpc-timeout) as a performance.now() time, or undefined when it has none. */
-function deadlineOf(call: { getDeadline(): Date | number }): number | undefined {
-  const deadline = call.getDeadline();
-  const at = deadline instanceof Date ? deadline.getTime() : deadline;
-  if (!Number.isFinite(at)) return undefined;
-  return performance.now() + (at - Date.now());
-}
-
-interface Cancellable {
-  on(event: "cancelled", listener: () => void): unknown;
-  removeListener(event: "cancelled", listener: () => void): unknown;
-}
-
-/**
- * Aborted when grpc-js cancels the call before it is answered: the client went away or the
- * deadline passed. grpc-js also emits "cancelled" after every answered call; `answered()` stops
- * listening first, so a finished call costs no abort.
- */
-function cancelSignal(call: Cancellable): { signal: AbortSignal; answered(): void } {
-  const controller = new AbortController();
-  const cancel = () => controller.abort();
-  call.on("cancelled", cancel);
-  return { signal: controller.signal, answered: () => call.removeListener("cancelled", cancel) };
-}
 
 /**
  * One ModelInferRequest through the shared infer service: the protobuf message is decoded inside
@@ -81,10 +57,10 @@ function inferCall(
 }
 
 /**
- * A unary call's own `cancelled` flag, which grpc-js sets before it emits "cancelled", read as
- * the request's cancel flag: no controller and no listener per request.
+ * A call's own `cancelled` state (the client reset the stream or went away, or the deadline
+ * passed), read as the request's cancel flag: no controller and no listener per request.
  */
-export class UnaryCancelled implements CancelFlag {
+export class CallCancelled implements CancelFlag {
   constructor(private readonly call: { readonly cancelled: boolean }) {}
   get aborted(): boolean {
     return this.call.cancelled;
@@ -92,9 +68,8 @@ export class UnaryCancelled implements CancelFlag {
 }
 
 export function modelInferHandler(infer: InferService) {
-  return (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
-    const deadline = deadlineOf(call);
-    void infer.execute(inferCall(infer, call.request, new UnaryCancelled(call), deadline)).then((answer) => {
+  return (call: UnaryCall, callback: UnaryCallback) => {
+    void infer.execute(inferCall(infer, call.request, new CallCancelled(call), call.deadline)).then((answer) => {
       if (answer.error) callback(answer.error);
       else callback(null, answer.response);
     });
@@ -107,9 +82,9 @@ export function modelInferHandler(infer: InferService) {
  * failed request does not end the stream.
  */
 export function modelStreamInferHandler(infer: InferService) {
-  return (call: ServerDuplexStream<Buffer, unknown>) => {
-    const { signal } = cancelSignal(call);
-    const deadline = deadlineOf(call);
+  return (call: StreamCall) => {
+    const signal = new CallCancelled(call);
+    const deadline = call.deadline;
     let tail: Promise<void> = Promise.resolve();
     call.on("data", (bytes: Buffer) => {
       const answer = infer.execute(inferCall(infer, bytes, signal, deadline, STREAM_INFER_RESPONSE_FIELD));
@@ -131,6 +106,5 @@ export function modelStreamInferHandler(infer: InferService) {
         if (!signal.aborted) call.end();
       });
     });
-    call.on("error", () => {});
   };
 }

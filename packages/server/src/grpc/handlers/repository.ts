@@ -1,16 +1,15 @@
 import type { Logger } from "@xlaserve/core";
-import type { ServerUnaryCall } from "@grpc/grpc-js";
 import type { ModelRegistryView } from "../../contract.ts";
 import { requireBearer } from "../../repository/auth.ts";
 import { changeModel, repositoryIndex } from "../../repository/service.ts";
 import { GRPCInferenceService } from "../gen/grpc_service_pb.ts";
+import type { UnaryCall } from "../transport/calls.ts";
 import { type UnaryHandler, unary } from "../unary.ts";
 
 const m = GRPCInferenceService.method;
 
-function authorization(call: ServerUnaryCall<Buffer, unknown>): string | null {
-  const value = call.metadata.get("authorization")[0];
-  return value === undefined ? null : String(value);
+function authorization(call: UnaryCall): string | null {
+  return call.header("authorization") ?? null;
 }
 
 /**

@@ -32,9 +32,10 @@ const VARINT = 0;
 
 /**
  * The message's bytes; with `wrapField`, those of a message whose field `wrapField` is this one
- * (ModelStreamInferResponse's infer_response), without a second copy.
+ * (ModelStreamInferResponse's infer_response), without a second copy. `room` bytes are left free
+ * in front of the message (the transport's frame prefix goes there, so the frame is this buffer).
  */
-export function encodeInferResponse(head: WireHead, outputs: readonly WireOutput[], wrapField = 0): Buffer {
+export function encodeInferResponse(head: WireHead, outputs: readonly WireOutput[], wrapField = 0, room = 0): Buffer {
   const outputSizes = new Array<number>(outputs.length);
   let size = stringField(head.modelName) + stringField(head.modelVersion) + stringField(head.id);
   for (let i = 0; i < outputs.length; i++) {
@@ -44,7 +45,8 @@ export function encodeInferResponse(head: WireHead, outputs: readonly WireOutput
     size += 1 + varintSize(s) + s + 1 + varintSize(o.bytes.byteLength) + o.bytes.byteLength;
   }
   const total = wrapField > 0 ? 1 + varintSize(size) + size : size;
-  const w = new Writer(Buffer.allocUnsafe(total));
+  const w = new Writer(Buffer.allocUnsafe(room + total));
+  w.pos = room;
   if (wrapField > 0) w.tag(wrapField, LEN).varint(size);
   w.string(1, head.modelName).string(2, head.modelVersion).string(3, head.id);
   for (let i = 0; i < outputs.length; i++) {
@@ -65,7 +67,7 @@ export function encodeInferResponse(head: WireHead, outputs: readonly WireOutput
     }
   }
   for (const o of outputs) w.tag(6, LEN).varint(o.bytes.byteLength).bytes(o.bytes);
-  if (w.pos !== total) throw new Error(`response encoder wrote ${w.pos} bytes of ${total}`);
+  if (w.pos !== room + total) throw new Error(`response encoder wrote ${w.pos} bytes of ${total}`);
   return w.buffer;
 }
 
