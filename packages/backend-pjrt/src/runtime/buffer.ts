@@ -22,11 +22,29 @@ import { awaitEvent } from "./events.ts";
 /**
  * PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes: the plugin may read the host bytes
  * until done_with_host_buffer fires, so upload() keeps them referenced until then and resolves
- * only after; the caller may reuse its tensor as soon as the promise resolves. (ImmutableOnlyDuringCall
- * would force a synchronous staging copy inside the call; zero-copy would tie host memory to the
- * buffer's whole life.)
+ * only after; the caller may reuse its tensor as soon as the promise resolves. (Zero-copy would
+ * tie host memory to the buffer's whole life.)
  */
 export const HOST_SEMANTICS_UNTIL_TRANSFER_COMPLETES = 1;
+
+/**
+ * PJRT_HostBufferSemantics_kImmutableOnlyDuringCall: the plugin copies the bytes into a staging
+ * buffer of its own before the call returns, so done_with_host_buffer is done at once.
+ */
+export const HOST_SEMANTICS_ONLY_DURING_CALL = 0;
+
+/**
+ * Inputs up to this size are copied during the call: a request's tensor (an MLP's 256 bytes, an
+ * image batch's few MiB) then costs no wait for done_with_host_buffer, one event-loop wait less
+ * on the request path, for a staging copy of at most this much. Larger ones (weights) are read
+ * where they lie until the transfer completes.
+ */
+export const STAGED_UPLOAD_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The semantics an upload of `bytes` uses. */
+export function uploadSemantics(bytes: number): number {
+  return bytes <= STAGED_UPLOAD_MAX_BYTES ? HOST_SEMANTICS_ONLY_DURING_CALL : HOST_SEMANTICS_UNTIL_TRANSFER_COMPLETES;
+}
 
 /** A device buffer owned by the caller; dispose() (or `using`) frees it, GC is the safety net. */
 export class PjrtBuffer implements DeviceBuffer {
@@ -104,7 +122,7 @@ export async function uploadTensor(client: PjrtClient, tensor: HostTensor, devic
     type: pjrtType(tensor.dtype),
     dims: ptr(dims),
     num_dims: tensor.shape.length,
-    host_buffer_semantics: HOST_SEMANTICS_UNTIL_TRANSFER_COMPLETES,
+    host_buffer_semantics: uploadSemantics(tensor.data.byteLength),
     device: target.handle,
   });
   client.api.call("PJRT_Client_BufferFromHostBuffer", args);
