@@ -40,6 +40,7 @@ async function serve(handler: (call: UnaryCall, callback: UnaryCallback) => void
     );
   return {
     call,
+    port,
     close: async () => {
       client.close();
       await server.stop(true, 0);
@@ -95,6 +96,29 @@ test("an error's message reaches the client as written, non-ASCII and % included
       status.UNIMPLEMENTED,
       "no method /nope.Service/Other on this server",
     ]);
+  } finally {
+    await s.close();
+  }
+});
+
+test("bytes that are no HTTP/2, and an HTTP/1.1 request, leave the server serving", async () => {
+  const s = await serve((call, callback) => callback(null, call.request));
+  try {
+    for (const junk of [
+      "hello there\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00",
+    ]) {
+      const socket = await Bun.connect({
+        hostname: "127.0.0.1",
+        port: s.port,
+        socket: { data() {}, error() {}, close() {} },
+      });
+      socket.write(junk);
+      await Bun.sleep(50);
+      socket.end();
+    }
+    expect((await s.call("ModelInfer", Buffer.from("still here"))).bytes?.toString()).toBe("still here");
   } finally {
     await s.close();
   }

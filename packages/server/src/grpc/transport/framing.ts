@@ -55,7 +55,8 @@ export class OversizeMessage extends Error {
  * `limit` bytes throws OversizeMessage before anything of it is kept.
  */
 export class MessageReader {
-  private header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+  /** A prefix split across chunks (made when one first is: most calls never need it). */
+  private header: Buffer | undefined;
   private headerFill = 0;
   private body: Buffer | undefined;
   private bodyFill = 0;
@@ -88,15 +89,17 @@ export class MessageReader {
           at = start;
           continue;
         }
+        this.header ??= Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+        const header = this.header;
         const take = Math.min(FRAME_HEADER_BYTES - this.headerFill, n - at);
-        chunk.copy(this.header, this.headerFill, at, at + take);
+        chunk.copy(header, this.headerFill, at, at + take);
         this.headerFill += take;
         at += take;
         if (this.headerFill < FRAME_HEADER_BYTES) return;
         this.headerFill = 0;
-        const length = this.header.readUInt32BE(1);
+        const length = header.readUInt32BE(1);
         if (length > this.limit) throw new OversizeMessage(length, this.limit);
-        this.compressed = this.header[0] !== 0;
+        this.compressed = header[0] !== 0;
         this.begin(length);
         if (length === 0) this.finish(out);
         continue;

@@ -211,11 +211,16 @@ export class H2GrpcServer implements StreamSink {
       }
       const call = new UnaryCall(stream, headers, deadline, request);
       const timer = deadline === undefined ? undefined : this.expireAt(call);
-      route.handler(call, (error, response) => {
+      const callback = (error: GrpcError | null, response?: unknown) => {
         if (call.finished) return;
         if (timer !== undefined) clearTimeout(timer);
         this.finishUnary(call, error, response, route.serialize);
-      });
+      };
+      try {
+        route.handler(call, callback);
+      } catch (error) {
+        callback({ code: status.INTERNAL, details: (error as Error)?.message ?? String(error) });
+      }
     });
   }
 
@@ -318,7 +323,12 @@ export class H2GrpcServer implements StreamSink {
       this.calls--;
       call.emit("cancelled");
     });
-    handler(call);
+    try {
+      handler(call);
+    } catch (error) {
+      this.fail(call, { code: status.INTERNAL, details: (error as Error)?.message ?? String(error) });
+      return;
+    }
     stream.on("data", (chunk: Buffer) => {
       if (call.finished) return;
       try {
