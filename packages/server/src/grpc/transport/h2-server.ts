@@ -158,7 +158,6 @@ export class H2GrpcServer implements StreamSink {
       }
       deadline = performance.now() + ms;
     }
-    this.calls++;
     if (route.kind === "unary") this.readUnary(stream, headers, deadline, route);
     else this.openStream(stream, headers, deadline, route.handler);
   }
@@ -188,14 +187,12 @@ export class H2GrpcServer implements StreamSink {
         reader.push(chunk, messages);
       } catch (error) {
         refused = true;
-        this.calls--;
         this.refuse(stream, this.readError(error));
       }
     });
     stream.on("end", () => {
       if (refused) return;
       if (messages.length !== 1 || reader.partial) {
-        this.calls--;
         const details =
           messages.length === 0 ? "the call carried no request message" : "a unary call carried more than one message";
         this.refuse(stream, { code: status.INTERNAL, details });
@@ -205,10 +202,11 @@ export class H2GrpcServer implements StreamSink {
       try {
         request = this.messageOf(messages[0] as ReadMessage, headers["grpc-encoding"]);
       } catch (error) {
-        this.calls--;
         this.refuse(stream, this.readError(error));
         return;
       }
+      // Counted from here: a call reset while its request still arrives never reaches this.
+      this.calls++;
       const call = new UnaryCall(stream, headers, deadline, request);
       const timer = deadline === undefined ? undefined : this.expireAt(call);
       const callback = (error: GrpcError | null, response?: unknown) => {
@@ -311,6 +309,7 @@ export class H2GrpcServer implements StreamSink {
     deadline: number | undefined,
     handler: StreamHandler,
   ): void {
+    this.calls++;
     const call = new StreamCall(stream, headers, deadline, this);
     const timer = deadline === undefined ? undefined : this.expireAt(call);
     const reader = new MessageReader(this.options.maxMessageBytes);
