@@ -72,7 +72,8 @@ describe("PJRT backend on the mock plugin", () => {
     const fromThreads = mock.callbacksFromOtherThreads();
     const t = f32([2, 3], [1, 2, 3, 4, 5, 6]);
     using b = await calling.upload(t);
-    expect(mock.lastSemantics()).toBe(1); // kImmutableUntilTransferCompletes
+    // A request-sized input is staged by the plugin during the call (kImmutableOnlyDuringCall).
+    expect(mock.lastSemantics()).toBe(0);
     expect(b.shape).toEqual([2, 3]);
     expect(b.byteLength).toBe(24);
     const back = await calling.download(b);
@@ -82,6 +83,16 @@ describe("PJRT backend on the mock plugin", () => {
     expect(mock.calls(slot("PJRT_Event_OnReady")) - onReady).toBe(2);
     expect(mock.callbacksFromOtherThreads() - fromThreads).toBe(2);
     b.dispose();
+    // One over STAGED_UPLOAD_MAX_BYTES is read in place until its transfer completes.
+    const large = 4 * 1024 * 1024 + 4;
+    using big = await calling.upload(
+      f32(
+        [large / 4],
+        Array.from({ length: large / 4 }, (_, i) => i % 7),
+      ),
+    );
+    expect(mock.lastSemantics()).toBe(1); // kImmutableUntilTransferCompletes
+    big.dispose();
     await calling.dispose();
     expect(mock.liveEvents()).toBe(0);
   });
