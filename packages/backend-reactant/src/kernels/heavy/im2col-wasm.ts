@@ -8,6 +8,7 @@
  */
 import type { ConvGeometry } from "./conv-attributes.ts";
 import { im2colModule } from "./im2col-wasm-module.ts";
+import { MAX_MODULE_BYTES, SLACK, align64, lazyInstance, reserve } from "./wasm-memory.ts";
 
 type Im2colFn = (
   src: number,
@@ -34,26 +35,7 @@ interface Exports {
   readonly narrowBf16: ConvertFn;
 }
 
-/** undefined: not tried yet; null: WebAssembly SIMD is not available here. */
-let exports: Exports | null | undefined;
-
-/** The module's memory stays below this; a larger convolution keeps the JavaScript im2col. */
-const MAX_BYTES = 1 << 30;
-/** Room past each region for the vector copies' overrun. */
-const SLACK = 64;
-
-function load(): Exports | null {
-  if (exports !== undefined) return exports;
-  try {
-    const compiled = new WebAssembly.Module(im2colModule(1));
-    exports = new WebAssembly.Instance(compiled, {}).exports as unknown as Exports;
-  } catch {
-    exports = null;
-  }
-  return exports;
-}
-
-const align = (bytes: number) => Math.ceil(bytes / 64) * 64;
+const load = lazyInstance<Exports>(() => im2colModule(1));
 
 /** A convolution's input and im2col rows in the module's memory. */
 export interface Im2colWorkspace {
@@ -90,20 +72,17 @@ export function im2colWorkspace(
   const rowTable = tables[0] as Int32Array;
   const colTable = tables[1] as Int32Array;
   const rowAt = 0;
-  const colAt = align(rowTable.byteLength);
-  const inputAt = colAt + align(colTable.byteLength);
-  const colRegionAt = inputAt + align(inputElements * size + SLACK);
-  const outputAt = colRegionAt + align(rows * depth * size + SLACK);
+  const colAt = align64(rowTable.byteLength);
+  const inputAt = colAt + align64(colTable.byteLength);
+  const colRegionAt = inputAt + align64(inputElements * size + SLACK);
+  const outputAt = colRegionAt + align64(rows * depth * size + SLACK);
   const outputs = f64 ? 0 : outputElements;
-  const halfAt = outputAt + align(outputs * 4 + SLACK);
-  const total = halfAt + align(2 * Math.max(inputElements, outputs) + SLACK);
-  if (total > MAX_BYTES) return null;
+  const halfAt = outputAt + align64(outputs * 4 + SLACK);
+  const total = halfAt + align64(2 * Math.max(inputElements, outputs) + SLACK);
+  if (total > MAX_MODULE_BYTES) return null;
   const ex = load();
   if (!ex) return null;
-  const memory = ex.memory;
-  const have = memory.buffer.byteLength;
-  if (total > have) memory.grow(Math.ceil((total - have) / 65536));
-  const buffer = memory.buffer;
+  const buffer = reserve(ex.memory, total);
   new Int32Array(buffer, rowAt, rowTable.length).set(rowTable);
   new Int32Array(buffer, colAt, colTable.length).set(colTable);
   const Float = f64 ? Float64Array : Float32Array;

@@ -6,6 +6,7 @@
  * generic tap-by-tap loop exactly (NaNs stay NaN; their sign and payload are not kept).
  */
 import { minFloat } from "../../elem/branchless.ts";
+import { poolInWasm } from "./pool-wasm.ts";
 import type { WindowGeometry } from "./window-geometry.ts";
 
 function isIdentity(table: Int32Array | undefined, size: number): boolean {
@@ -37,8 +38,11 @@ export function poolNhwc(
   const kW = g.window[2] as number;
   const tH = g.tables[1] as Int32Array;
   const tW = g.tables[2] as Int32Array;
-  const offsets = new Int32Array(kH * kW);
   const infinityBits = type === "bf16" ? 0x7f80 : 0x7c00;
+  const shape = { N, OH, OW, C, IH, IW, kH, kW, rowTable: tH, colTable: tW };
+  if (poolInWasm(shape, input as Uint16Array | Float32Array, out as Uint16Array | Float32Array, kind, infinityBits))
+    return true;
+  const offsets = new Int32Array(kH * kW);
   const inKeys = half
     ? halfKeys(input, infinityBits, kind, 0)
     : kind === "max"
