@@ -41,6 +41,44 @@ describe("elementwise fusion", () => {
     expect(Array.from(fused.outputs[1]?.data as Int8Array)).toEqual([32, 32, 98, 0, 0, 2]);
   });
 
+  test("a reducer's fused region, run on a new row count per level, answers as unfused on each call", () => {
+    // argmax over 200 values: the region runs on 100, 50, 25, 13... rows, one shape per level.
+    const text = `func.func @main(%x: tensor<2x200xf32>) -> (tensor<2xf32>, tensor<2xi32>) {
+      %c = stablehlo.constant dense<0> : tensor<i32>
+      %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
+      %0 = stablehlo.iota dim = 1 : tensor<2x200xi32>
+      %1:2 = stablehlo.reduce(%x init: %cst), (%0 init: %c) across dimensions = [1] : (tensor<2x200xf32>, tensor<2x200xi32>, tensor<f32>, tensor<i32>) -> (tensor<2xf32>, tensor<2xi32>)
+       reducer(%a: tensor<f32>, %b: tensor<f32>) (%ia: tensor<i32>, %ib: tensor<i32>)  {
+        %2 = stablehlo.compare GT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        %3 = stablehlo.compare NE, %a, %a, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        %4 = stablehlo.or %2, %3 : tensor<i1>
+        %5 = stablehlo.compare EQ, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        %6 = stablehlo.compare LT, %ia, %ib, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        %7 = stablehlo.and %5, %6 : tensor<i1>
+        %8 = stablehlo.or %4, %7 : tensor<i1>
+        %9 = stablehlo.select %4, %a, %b : tensor<i1>, tensor<f32>
+        %10 = stablehlo.select %8, %ia, %ib : tensor<i1>, tensor<i32>
+        stablehlo.return %9, %10 : tensor<f32>, tensor<i32>
+      }
+      return %1#0, %1#1 : tensor<2xf32>, tensor<2xi32>
+    }`;
+    const program = new Program(parseModule(text), { fuse: true });
+    const f = program.func(program.entryName());
+    const arena = new Arena();
+    for (const peak of [17, 150, 3, 199]) {
+      const data = new Float32Array(400).map((_, i) => Math.sin(i) * 0.5);
+      data[peak] = 2;
+      data[200 + ((peak * 7) % 200)] = 3;
+      const x: NDArray = { type: "f32", shape: [2, 200], data };
+      const fused = f.invoke([x], { arena, failures: [] }) as NDArray[];
+      const plain = runWith(text, [x], false).outputs;
+      expect(Array.from(fused[1]?.data as Int32Array)).toEqual([peak, (peak * 7) % 200]);
+      fused.forEach((o, i) => {
+        expect(bytes(o)).toEqual(bytes(plain[i] as NDArray));
+      });
+    }
+  });
+
   test("calls are inlined, so a chain fuses across them", () => {
     const text = `func.func @main(%x: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
       %0 = stablehlo.add %x, %b : tensor<4xf32>

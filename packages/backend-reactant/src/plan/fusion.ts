@@ -172,6 +172,9 @@ type Generated = NonNullable<ReturnType<typeof generate>>;
 /** Below this many elements copying in and out of WebAssembly costs more than the loop saves. */
 const SIMD_MIN_ELEMENTS = 64;
 
+/** How many leaf shape sets a fused kernel keeps prepared besides the last. */
+const RECENT_SHAPES = 12;
+
 /** What one call's leaf types and shapes imply; reused while they stay the same. */
 interface Prepared {
   readonly types: ElemType[];
@@ -201,6 +204,9 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
   const cache = new Map<string, Generated | null>();
   const simdCache = new Map<string, SimdLoop | null>();
   let last: Prepared | null = null;
+  // The few most recent others: a reducer's region runs on halving row counts, one shape per
+  // level, and preparing again at every level cost more than the level's arithmetic.
+  const recent: Prepared[] = [];
   const prepare = (leaves: NDArray[], frame: Frame): Prepared => {
     // Regions evaluated over whole arrays (kernels/region.ts) run ops typed as scalars on
     // arrays: the values, not the printed type, give the shape then.
@@ -255,7 +261,12 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
     const leaves = args as NDArray[];
     let p = last;
     if (p === null || !matches(p, leaves)) {
-      p = prepare(leaves, frame);
+      p = recent.find((r) => matches(r, leaves)) ?? null;
+      if (p === null) {
+        p = prepare(leaves, frame);
+        recent.push(p);
+        if (recent.length > RECENT_SHAPES) recent.shift();
+      }
       last = p;
     }
     const compiled = p.compiled;
