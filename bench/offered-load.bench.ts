@@ -24,6 +24,11 @@
  *     [--resnet DIR] [--duration-s 3] [--clients 32] [--light-rate 50] [--only mlp,resnet,fairness]
  *     [--results-dir DIR]
  * --only runs some parts: mlp, resnet (the ResNet-class model's curves) and fairness.
+ * --xla-models DIR: where the JAX exports of the same programs are (jax_exported.cpu.b{N}.bin,
+ * tools/export_jax_bundle.py --jax-exported): XLA CPU's own ceiling for coalescing on each model,
+ * N x t(1) / t(N) through bench/anchors/jax_anchor.py, is measured beside the engine's, so the
+ * result says whether any scheduler could reach 3x on that program on a CPU (skipped, saying
+ * why, where python3 cannot import jax or the exports are missing).
  * --wire binary sends the inputs and asks for the outputs through the binary tensor data
  * extension (Inference-Header-Content-Length) instead of JSON numbers: for image inputs, JSON
  * decoding on the HTTP thread otherwise costs more per request than the device's run.
@@ -44,9 +49,11 @@ import {
   threadCpuUsPerRequest,
 } from "./lib/worker-figures.ts";
 import { type EngineCeiling, createBenchBackend, engineCeiling } from "./lib/engine-ceiling.ts";
+import { type XlaCpuCeiling, xlaCpuCeiling } from "./lib/xla-cpu-ceiling.ts";
 
 const USAGE = `bun bench/offered-load.bench.ts [--engine reactant|pjrt] [--plugin P] [--models DIR] [--resnet DIR]
-  [--duration-s 3] [--clients 32] [--light-rate 50] [--only mlp,resnet,fairness] [--wire json|binary] [--results-dir DIR]`;
+  [--duration-s 3] [--clients 32] [--light-rate 50] [--only mlp,resnet,fairness] [--wire json|binary]
+  [--xla-models DIR] [--results-dir DIR]`;
 const { values } = parseFlags(USAGE, {
   engine: { type: "string", default: "reactant" },
   plugin: { type: "string" },
@@ -57,6 +64,7 @@ const { values } = parseFlags(USAGE, {
   "light-rate": { type: "string", default: "50" },
   only: { type: "string" },
   wire: { type: "string", default: "json" },
+  "xla-models": { type: "string" },
   "results-dir": { type: "string" },
 });
 const engine = values.engine === "pjrt" ? "pjrt" : "reactant";
@@ -76,6 +84,8 @@ result.figure("engine", engine);
 result.figure("durationMs", durationMs);
 result.figure("closedLoopClients", clients);
 result.figure("wire", binaryWire ? "binary" : "json");
+
+const xlaModels = typeof values["xla-models"] === "string" ? resolve(values["xla-models"]) : null;
 
 /** A model's request: one row of the first input, as JSON (the same bytes every time). */
 interface Target {
@@ -305,6 +315,18 @@ async function curves(t: Target): Promise<void> {
       `  ${t.name} engine (in this process): ${ceiling.executionMsBatch1} ms at batch 1, ${ceiling.executionMsLargest} ms at ${t.largest}: coalescing ceiling ${ceiling.ceiling}x`,
     );
   });
+  let xla: XlaCpuCeiling | null = null;
+  if (xlaModels) {
+    await result.step(`${t.name} XLA CPU ceiling`, async () => {
+      xla = await xlaCpuCeiling(join(xlaModels, t.name), t.largest);
+      result.figure(`${t.name}.xlaCpuCeiling`, xla);
+      console.log(
+        xla.skipped
+          ? `  ${t.name} XLA CPU ceiling skipped: ${xla.skipped}`
+          : `  ${t.name} XLA CPU (JAX, same program): ${xla.msBatch1} ms at batch 1, ${xla.msLargest} ms at ${t.largest}: coalescing ceiling ${xla.ceiling}x`,
+      );
+    });
+  }
   await result.step(`${t.name} curves`, async () => {
     const workers: StartedWorkerProcess[] = [];
     try {
@@ -360,6 +382,14 @@ async function curves(t: Target): Promise<void> {
     { label: `${t.largest} x execution ms at batch 1`, value: c ? t.largest * c.executionMsBatch1 : null },
     { label: `execution ms at batch ${t.largest}`, value: c?.executionMsLargest ?? null },
   );
+  const x = xla as XlaCpuCeiling | null;
+  if (x && !x.skipped) {
+    result.ratio(
+      `${t.name}.xlaCpuCeilingOfCoalescing`,
+      { label: `${t.largest} x XLA CPU ms at batch 1`, value: x.msBatch1 === null ? null : t.largest * x.msBatch1 },
+      { label: `XLA CPU ms at batch ${t.largest}`, value: x.msLargest },
+    );
+  }
   // Where the worker's cores are the bottleneck (the CPU engine on a few cores), throughput
   // follows the worker's CPU time per request: coalescing saves only the execution's share of it.
   result.ratio(

@@ -375,8 +375,11 @@ for phase in "${ordered[@]}"; do
         echo "scheduler: PJRT skipped: no PJRT plugin (XLASERVE_PJRT_PLUGIN) or no exported ResNet-50 in $WORK/models"
         echo "{\"step\":\"scheduler-pjrt\",\"skipped\":true,\"reason\":\"no PJRT plugin or no exported resnet50\"}" >>"$STEPS"
       fi
-      run_step scheduler-cpu 240 bun bench/offered-load.bench.ts --engine reactant --clients 64 --light-rate 40 \
-        --duration-s 2 --results-dir "$RES"
+      # With the host's JAX exports of the same examples: XLA CPU's own coalescing ceiling beside
+      # the engine's (whether any scheduler could reach 3x on that program on a CPU).
+      xla=(); [ -d "$WORK/models" ] && xla=(--xla-models "$WORK/models")
+      run_step scheduler-cpu 360 bun bench/offered-load.bench.ts --engine reactant --clients 64 --light-rate 40 \
+        --duration-s 2 "${xla[@]}" --results-dir "$RES"
       ;;
     http-vs-reuseport)
       for n in 2 4 8; do
