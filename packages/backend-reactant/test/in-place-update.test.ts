@@ -157,21 +157,37 @@ describe("dynamic_update_slice in place", () => {
     expect(Array.from(out[1]?.data as Float32Array).every((v) => v === 3)).toBe(true);
   });
 
-  test("an operand the body also reads directly keeps its slot and its value", () => {
-    // %init goes in as %buf and is read again inside the body: the update must not touch it.
-    const text = wide(
-      rowLoop(64, 10, "stablehlo.broadcast_in_dim %fill, dims = [] : (tensor<f32>) -> tensor<64x4xf32>"),
-    )
+  /** The wide row loop over a broadcast buffer, whose body updates `%keep = add <operands>` instead of %buf. */
+  const keepThenUpdate = (n: number, operands: string): string =>
+    wide(rowLoop(64, n, "stablehlo.broadcast_in_dim %fill, dims = [] : (tensor<f32>) -> tensor<64x4xf32>"))
       .replace("return %r#1, %init", "return %r#1, %r#1")
       .replace(
         "%upd = stablehlo.dynamic_update_slice %buf,",
-        "%keep = stablehlo.add %init, %buf : tensor<64x128xf32>\n    %upd = stablehlo.dynamic_update_slice %keep,",
+        `%keep = stablehlo.add ${operands} : tensor<64x128xf32>\n    %upd = stablehlo.dynamic_update_slice %keep,`,
       );
+
+  test("an operand the body also reads directly keeps its slot and its value", () => {
+    // %init goes in as %buf and is read again inside the body: the update must not touch it.
+    const text = keepThenUpdate(10, "%init, %buf");
     const arg: NDArray = { type: "f32", shape: [64, 128], data: new Float32Array(64 * 128) };
     const { out } = countInPlace(text, arg);
     const data = out[0]?.data as Float32Array;
     // Every iteration adds %init (5) to the whole buffer, then writes row i as i + 1: row r < 10
     // ends as r + 1 plus 5 for each later iteration, rows from 10 on as 5 plus 5 per iteration.
     for (let r = 0; r < 64; r++) expect(data[r * 128 + 3]).toBe(r < 10 ? r + 1 + 5 * (9 - r) : 5 + 5 * 10);
+  });
+
+  test("what an iteration drops is pooled again before the next one, so the pool stays a few buffers deep", () => {
+    // Every iteration makes a fresh 64x128 sum before the update: 20 of them would be pooled at
+    // the end if none went back to the pool between iterations.
+    const text = keepThenUpdate(20, "%buf, %buf");
+    const program = new Program(parseModule(text, "t.mlir"));
+    const arena = new Arena({ pool: true });
+    const arg: NDArray = { type: "f32", shape: [64, 128], data: new Float32Array(64 * 128) };
+    const [out] = program.func("main").invoke([arg], { arena, failures: [] }) as NDArray[];
+    const data = out?.data as Float32Array;
+    // Row r < 20 is written as r + 1 and doubled by each later iteration; later rows double from 5.
+    for (let r = 0; r < 64; r++) expect(data[r * 128 + 3]).toBe(r < 20 ? (r + 1) * 2 ** (19 - r) : 5 * 2 ** 20);
+    expect(arena.pooledBytes).toBeLessThanOrEqual(4 * 64 * 128 * 4);
   });
 });
