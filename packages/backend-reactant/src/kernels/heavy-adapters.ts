@@ -1,7 +1,7 @@
 import type { NDArray } from "../array.ts";
 import type { Attr, AttrObject, Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
-import { type Arena, dataTaker, takeData } from "../plan/arena.ts";
+import { type Arena, dataTaker, lastTypeTaker, takeData } from "../plan/arena.ts";
 import type { InPlaceKernel } from "../plan/ownership.ts";
 import { type Kernel, type KernelTools, type PrefixSortKernel, runBlock } from "../plan/program.ts";
 import { convolution } from "./heavy/convolution.ts";
@@ -190,6 +190,7 @@ export function sortKernel(op: Op, tools: KernelTools): Kernel {
   const comparator = regionInfoFor(block, region);
   const key = comparatorKey(region);
   const fastKey = key ? { operand: key.operand, descending: key.descending, totalOrder: key.totalOrder } : null;
+  const takers = [lastTypeTaker(), lastTypeTaker()];
   const kernel: PrefixSortKernel = (args, frame) => {
     const rank = (args[0] as NDArray).shape.length;
     const axis = dimension < 0 ? dimension + rank : dimension;
@@ -208,10 +209,18 @@ export function sortKernel(op: Op, tools: KernelTools): Kernel {
     // algorithm, so such a sort stays on the region path it always took.
     if (!fastKey.totalOrder && hasNaN(keys)) return sort(args as NDArray[], axis, comparator(frame), { isStable });
     const prefix = kernel.sortedPrefix;
+    const arena = frame.ctx.arena;
+    // Results from the pool: the fast-key paths write every position that is read.
+    let output = 0;
+    const alloc = (type: NDArray["type"], count: number) => {
+      const take = (takers[output++] ?? lastTypeTaker())(type);
+      return take(arena, count);
+    };
     return sort(args as NDArray[], axis, comparator(frame), {
       isStable,
       fastKey,
       keys,
+      alloc,
       ...(prefix !== undefined ? { prefix } : {}),
     });
   };

@@ -340,6 +340,18 @@ export function iota(type: NDArray["type"], shape: number[], dim: number, alloc?
     let inner = 1;
     for (let d = dim + 1; d < shape.length; d++) inner *= shape[d] as number;
     const outer = n / (size * inner);
+    if (
+      inner === 1 &&
+      !(out instanceof BigInt64Array || out instanceof BigUint64Array) &&
+      type !== "f16" &&
+      type !== "bf16"
+    ) {
+      // Counting along the last axis (top_k's positions): one line, then copies of it.
+      const line = out as Int32Array;
+      for (let v = 0; v < size; v++) line[v] = v;
+      for (let at = size; at < n; at += size) line.copyWithin(at, 0, size);
+      return { type, shape: [...shape], data: out };
+    }
     // Each value encoded once, then written in runs: (outer, value, inner).
     const values: (number | bigint)[] = [];
     for (let v = 0; v < size; v++) {

@@ -6,7 +6,15 @@
  * called at all; otherwise large sorts use the batched network (sort-network.ts) and small
  * ones a merge sort calling the region per comparison.
  */
-import { type NDArray, type RegionInfo, type Scalar, type TypedArray, slotsPerElement, strides } from "../../array.ts";
+import {
+  type ElemType,
+  type NDArray,
+  type RegionInfo,
+  type Scalar,
+  type TypedArray,
+  slotsPerElement,
+  strides,
+} from "../../array.ts";
 import { type ScalarReader, scalarReader } from "./element-io.ts";
 import { invalid } from "./errors.ts";
 import { bitExact, sameKind } from "./permute.ts";
@@ -33,6 +41,8 @@ export interface SortOptions {
    * with a fast key they are selected in order, the rest of each line left unspecified.
    */
   readonly prefix?: number;
+  /** Storage for the results (the plan's pool; contents arbitrary): fresh zeroed arrays otherwise. */
+  readonly alloc?: (type: ElemType, count: number) => TypedArray;
 }
 
 const OP = "sort";
@@ -60,7 +70,9 @@ export function sort(
   const results: NDArray[] = inputs.map((input) => ({
     type: input.type,
     shape: [...shape],
-    data: sameKind(input.data, input.data.length),
+    data: options.alloc
+      ? options.alloc(input.type, input.data.length / slotsPerElement(input.type))
+      : sameKind(input.data, input.data.length),
   }));
   if (rank === 0) {
     inputs.forEach((input, k) => {
@@ -176,12 +188,14 @@ class RadixScratch {
   private readonly order: Int32Array;
   private readonly otherOrder: Int32Array;
   private readonly counts = new Int32Array(256);
+  private readonly signedKeys: Int32Array;
 
   constructor(readonly length: number) {
     this.keys = new Uint32Array(length);
     this.otherKeys = new Uint32Array(length);
     this.order = new Int32Array(length);
     this.otherOrder = new Int32Array(length);
+    this.signedKeys = new Int32Array(this.otherKeys.buffer);
   }
 
   sort(): Int32Array {
@@ -225,7 +239,10 @@ class RadixScratch {
    * position with an equal key never enters, so ties keep position order as the stable sort does.
    */
   smallest(keys: Uint32Array, base: number, stride: number, count: number): Int32Array {
-    const heapKeys = this.otherKeys;
+    // Keys compared as signed 32-bit integers (the unsigned order with the top bit flipped): an
+    // unsigned key of 2^31 or more read from a Uint32Array is a double to the JIT, slower to test.
+    const signed = new Int32Array(keys.buffer, keys.byteOffset, keys.length);
+    const heapKeys = this.signedKeys;
     const heapPos = this.otherOrder;
     const larger = (a: number, b: number) =>
       (heapKeys[a] as number) > (heapKeys[b] as number) ||
@@ -252,7 +269,7 @@ class RadixScratch {
       }
     };
     for (let i = 0; i < count; i++) {
-      heapKeys[i] = keys[base + i * stride] as number;
+      heapKeys[i] = (signed[base + i * stride] as number) ^ 0x80000000;
       heapPos[i] = i;
       for (let at = i; at > 0; ) {
         const up = (at - 1) >> 1;
@@ -265,7 +282,7 @@ class RadixScratch {
     let top = heapKeys[0] as number;
     const end = base + this.length * stride;
     for (let at = base + count * stride; at < end; at += stride) {
-      const k = keys[at] as number;
+      const k = (signed[at] as number) ^ 0x80000000;
       if (k >= top) continue;
       heapKeys[0] = k;
       heapPos[0] = (at - base) / stride;
