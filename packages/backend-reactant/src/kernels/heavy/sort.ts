@@ -51,6 +51,8 @@ const OP = "sort";
  * (O(log^2 n) region calls) instead of the merge sort's O(n log n) scalar calls.
  */
 const NETWORK_MIN_ELEMENTS = 64;
+/** Up to this many selected positions are kept as a sorted run (insertion); more in a heap. */
+const INSERTION_MAX = 32;
 
 /** sort(inputs, dimension, comparator, options): the inputs permuted alike along `dimension`. */
 export function sort(
@@ -85,13 +87,25 @@ export function sort(
   const total = shape.reduce((p, d) => p * d, 1);
   if (total === 0) return results;
   const lines = total / length;
-  const packed = options.fastKey ? radixKeys(options.keys ?? inputs[options.fastKey.operand], options.fastKey) : null;
+  // Selecting the first K pays off while K is a small part of the line; only those K positions
+  // of each result line are then written.
+  const selectCount = options.prefix !== undefined && options.prefix * 8 <= length ? options.prefix : length;
+  const keyed = options.fastKey ? (options.keys ?? inputs[options.fastKey.operand]) : undefined;
+  // Selecting on f32 keys reads their bits line by line, without a key array for the whole operand.
+  const f32Bits =
+    options.fastKey?.totalOrder && keyed?.type === "f32" && selectCount < length
+      ? new Int32Array(keyed.data.buffer, keyed.data.byteOffset, keyed.data.length)
+      : null;
+  const packed = options.fastKey && !f32Bits ? radixKeys(keyed, options.fastKey) : null;
+  const signedPacked = packed ? new Int32Array(packed.buffer, packed.byteOffset, packed.length) : null;
+  const flip = options.fastKey?.descending ? -1 : 0;
   // The comparison the merge sort asks, where the radix keys do not apply.
-  const before = packed
-    ? null
-    : options.fastKey
-      ? keyOrder(options.keys ?? inputs[options.fastKey.operand], options.fastKey)
-      : regionOrder(inputs, comparator);
+  const before =
+    packed || f32Bits
+      ? null
+      : options.fastKey
+        ? keyOrder(options.keys ?? inputs[options.fastKey.operand], options.fastKey)
+        : regionOrder(inputs, comparator);
   const moves = inputs.map((input, k) => ({
     from: bitExact(input.data, slotsPerElement(input.type)),
     to: bitExact((results[k] as NDArray).data, 1).view,
@@ -102,17 +116,25 @@ export function sort(
   const networkOrders = useNetwork
     ? networkSortOrders(inputs, comparator, lines, length, (line, position) => lineBase(line) + position * stride)
     : null;
-  const radix = packed ? new RadixScratch(length) : null;
-  // Selecting the first K by a heap pays off while K is a small part of the line; only those K
-  // positions of each result line are then written.
-  const selectCount = options.prefix !== undefined && options.prefix * 8 <= length ? options.prefix : length;
+  const radix = packed || f32Bits ? new RadixScratch(length) : null;
   for (let line = 0; line < lines; line++) {
     const base = lineBase(line);
     let order: Int32Array;
     if (networkOrders) order = networkOrders.subarray(line * length, (line + 1) * length);
-    else if (packed && radix) {
-      if (selectCount < length) order = radix.smallest(packed, base, stride, selectCount);
-      else {
+    else if (radix && f32Bits) {
+      // totalOrder as a signed integer: negative patterns have their magnitude bits inverted.
+      const keys = radix.line;
+      for (let i = 0, at = base; i < length; i++, at += stride) {
+        const b = f32Bits[at] as number;
+        keys[i] = b ^ ((b >> 31) & 0x7fffffff) ^ flip;
+      }
+      order = radix.smallest(selectCount);
+    } else if (packed && signedPacked && radix) {
+      if (selectCount < length) {
+        const keys = radix.line;
+        for (let i = 0, at = base; i < length; i++, at += stride) keys[i] = (signedPacked[at] as number) ^ 0x80000000;
+        order = radix.smallest(selectCount);
+      } else {
         for (let i = 0; i < length; i++) radix.keys[i] = packed[base + i * stride] as number;
         order = radix.sort();
       }
@@ -189,6 +211,8 @@ class RadixScratch {
   private readonly otherOrder: Int32Array;
   private readonly counts = new Int32Array(256);
   private readonly signedKeys: Int32Array;
+  /** One line's keys as signed integers, for `smallest`. */
+  readonly line: Int32Array;
 
   constructor(readonly length: number) {
     this.keys = new Uint32Array(length);
@@ -196,6 +220,7 @@ class RadixScratch {
     this.order = new Int32Array(length);
     this.otherOrder = new Int32Array(length);
     this.signedKeys = new Int32Array(this.otherKeys.buffer);
+    this.line = new Int32Array(length);
   }
 
   sort(): Int32Array {
@@ -234,23 +259,45 @@ class RadixScratch {
   }
 
   /**
-   * The positions of the `count` smallest (key, position) pairs of the line whose keys are
-   * `keys[base + i * stride]`, in order, in the first `count` entries of the result (the rest unspecified): a max-heap of the best so far, which a later
-   * position with an equal key never enters, so ties keep position order as the stable sort does.
+   * The positions of the `count` smallest (key, position) pairs of `line` (signed keys), in
+   * order, in the first `count` entries of the result (the rest unspecified). A later position
+   * with a key equal to one kept never displaces it, so ties keep position order as the stable
+   * sort does. Few kept: a sorted run, entered by insertion; more: a max-heap.
    */
-  smallest(keys: Uint32Array, base: number, stride: number, count: number): Int32Array {
-    // Keys compared as signed 32-bit integers (the unsigned order with the top bit flipped): an
-    // unsigned key of 2^31 or more read from a Uint32Array is a double to the JIT, slower to test.
-    const signed = new Int32Array(keys.buffer, keys.byteOffset, keys.length);
-    const heapKeys = this.signedKeys;
+  smallest(count: number): Int32Array {
+    const keys = this.line;
+    const n = this.length;
+    const bestKeys = this.signedKeys;
+    const order = this.order;
+    if (count <= INSERTION_MAX) {
+      let size = 0;
+      let worst = 0;
+      for (let at = 0; at < n; at++) {
+        const k = keys[at] as number;
+        if (size === count) {
+          if (k >= worst) continue;
+          size--;
+        }
+        let j = size;
+        for (; j > 0 && (bestKeys[j - 1] as number) > k; j--) {
+          bestKeys[j] = bestKeys[j - 1] as number;
+          order[j] = order[j - 1] as number;
+        }
+        bestKeys[j] = k;
+        order[j] = at;
+        size++;
+        worst = bestKeys[size - 1] as number;
+      }
+      return order;
+    }
     const heapPos = this.otherOrder;
     const larger = (a: number, b: number) =>
-      (heapKeys[a] as number) > (heapKeys[b] as number) ||
-      (heapKeys[a] === heapKeys[b] && (heapPos[a] as number) > (heapPos[b] as number));
+      (bestKeys[a] as number) > (bestKeys[b] as number) ||
+      (bestKeys[a] === bestKeys[b] && (heapPos[a] as number) > (heapPos[b] as number));
     const swap = (a: number, b: number) => {
-      const k = heapKeys[a] as number;
-      heapKeys[a] = heapKeys[b] as number;
-      heapKeys[b] = k;
+      const k = bestKeys[a] as number;
+      bestKeys[a] = bestKeys[b] as number;
+      bestKeys[b] = k;
       const p = heapPos[a] as number;
       heapPos[a] = heapPos[b] as number;
       heapPos[b] = p;
@@ -269,7 +316,7 @@ class RadixScratch {
       }
     };
     for (let i = 0; i < count; i++) {
-      heapKeys[i] = (signed[base + i * stride] as number) ^ 0x80000000;
+      bestKeys[i] = keys[i] as number;
       heapPos[i] = i;
       for (let at = i; at > 0; ) {
         const up = (at - 1) >> 1;
@@ -279,18 +326,16 @@ class RadixScratch {
       }
     }
     // Most positions lose to the heap's top: that test alone runs in a tight loop.
-    let top = heapKeys[0] as number;
-    const end = base + this.length * stride;
-    for (let at = base + count * stride; at < end; at += stride) {
-      const k = (signed[at] as number) ^ 0x80000000;
+    let top = bestKeys[0] as number;
+    for (let at = count; at < n; at++) {
+      const k = keys[at] as number;
       if (k >= top) continue;
-      heapKeys[0] = k;
-      heapPos[0] = (at - base) / stride;
+      bestKeys[0] = k;
+      heapPos[0] = at;
       siftDown(count);
-      top = heapKeys[0] as number;
+      top = bestKeys[0] as number;
     }
     // Heap order to sorted order: pop the largest to the back.
-    const order = this.order;
     for (let size = count; size > 0; size--) {
       order[size - 1] = heapPos[0] as number;
       swap(0, size - 1);
