@@ -7,6 +7,7 @@ import { lastTypeTaker } from "../plan/arena.ts";
 import type { InPlaceKernel } from "../plan/ownership.ts";
 import { TOKEN } from "../plan/values.ts";
 import { controlKernel } from "./control.ts";
+import { ExternalResults } from "./external-results.ts";
 import {
   BINARY_OPS,
   UNARY_OPS,
@@ -161,7 +162,20 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
     case "stablehlo.transpose": {
       const perm = ints(a.permutation, "permutation", op);
       const alloc = pooledOutputs();
-      return ([x], frame) => [layout.transpose(x as NDArray, perm, alloc(frame))];
+      const kept = new ExternalResults();
+      return ([x], frame) => {
+        const v = x as NDArray;
+        // A weight read transposed (x @ W.T) is transposed once, not on every run.
+        if (frame.ctx.arena.version(v.data) === 0)
+          return [
+            kept.get(
+              v,
+              () => layout.transpose(v, perm),
+              () => layout.transpose(v, perm, alloc(frame)),
+            ),
+          ];
+        return [layout.transpose(v, perm, alloc(frame))];
+      };
     }
     case "stablehlo.slice": {
       const start = ints(a.start_indices, "start_indices", op);
