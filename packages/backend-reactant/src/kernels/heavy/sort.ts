@@ -116,7 +116,7 @@ export function sort(
   const networkOrders = useNetwork
     ? networkSortOrders(inputs, comparator, lines, length, (line, position) => lineBase(line) + position * stride)
     : null;
-  const radix = packed || f32Bits ? new RadixScratch(length) : null;
+  const radix = packed || f32Bits ? takeScratch(length) : null;
   for (let line = 0; line < lines; line++) {
     const base = lineBase(line);
     let order: Int32Array;
@@ -156,7 +156,28 @@ export function sort(
       }
     }
   }
+  if (radix) putScratch(radix);
   return results;
+}
+
+/**
+ * Scratch of earlier sorts by line length, taken while a sort uses it: a program sorts lines of
+ * the same few lengths on every run, and making six arrays costs more than selecting the top 8
+ * of 256. A few lengths are kept, the oldest dropped first.
+ */
+const spareScratch = new Map<number, RadixScratch>();
+const SPARE_LENGTHS = 8;
+
+function takeScratch(length: number): RadixScratch {
+  const spare = spareScratch.get(length);
+  if (spare === undefined) return new RadixScratch(length);
+  spareScratch.delete(length);
+  return spare;
+}
+
+function putScratch(scratch: RadixScratch): void {
+  if (spareScratch.size >= SPARE_LENGTHS) spareScratch.delete(spareScratch.keys().next().value as number);
+  spareScratch.set(scratch.length, scratch);
 }
 
 /** dst[base + i] = src[base + order[i]]: one contiguous line of one-slot elements. */
