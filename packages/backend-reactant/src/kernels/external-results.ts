@@ -1,4 +1,4 @@
-import type { NDArray, TypedArray } from "../array.ts";
+import { type NDArray, type TypedArray, sameShape } from "../array.ts";
 
 /**
  * Results an op derives from storage the arena did not make (uploaded weights, plan constants:
@@ -17,7 +17,7 @@ export class ExternalResults {
    */
   get(x: NDArray, keep: () => NDArray, once: () => NDArray): NDArray {
     let entry = this.kept.get(x.data);
-    if (entry === undefined || !sameShapes(entry.operandShape, x.shape)) {
+    if (entry === undefined || !sameShape(entry.operandShape, x.shape)) {
       if (!this.seen.has(x.data)) {
         this.seen.add(x.data);
         return once();
@@ -28,10 +28,4 @@ export class ExternalResults {
     const r = entry.result;
     return { type: r.type, shape: [...r.shape], data: r.data };
   }
-}
-
-function sameShapes(a: readonly number[], b: readonly number[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }

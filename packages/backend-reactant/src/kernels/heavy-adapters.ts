@@ -1,4 +1,4 @@
-import type { NDArray } from "../array.ts";
+import type { DataAlloc, NDArray, TypedArray } from "../array.ts";
 import type { Attr, AttrObject, Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
 import { type Arena, dataTaker, lastTypeTaker, takeData } from "../plan/arena.ts";
@@ -142,7 +142,12 @@ export function gatherKernel(op: Op): Kernel {
     indexVectorDim: Number(d.index_vector_dim ?? 0),
   };
   const sliceSizes = nums(op.attrs.slice_sizes) ?? [];
-  return ([operand, indices]) => [gather(operand as NDArray, indices as NDArray, dims, sliceSizes)];
+  const taker = lastTypeTaker();
+  return ([operand, indices], frame) => {
+    const arena = frame.ctx.arena;
+    const take: DataAlloc = (type, count) => taker(type)(arena, count);
+    return [gather(operand as NDArray, indices as NDArray, dims, sliceSizes, take)];
+  };
 }
 
 export function scatterKernel(op: Op, tools: KernelTools): Kernel {
@@ -165,17 +170,29 @@ export function scatterKernel(op: Op, tools: KernelTools): Kernel {
     updateKind: scatterUpdateKind(region, reducerKind(region)),
   };
   const reusing = { ...options, reuseInput: true };
+  const takers: ((type: NDArray["type"]) => (arena: Arena, count: number) => TypedArray)[] = [];
   const kernel: InPlaceKernel = (args, frame) => {
     const n = (args.length - 1) / 2;
     const input = args[0] as NDArray;
-    const reuse = n === 1 && kernel.operandDies === true && frame.ctx.arena.soleOwner(input.data);
+    const arena = frame.ctx.arena;
+    const reuse = n === 1 && kernel.operandDies === true && arena.soleOwner(input.data);
+    let result = 0;
+    const take: DataAlloc = (type, count) => {
+      let taker = takers[result];
+      if (taker === undefined) {
+        taker = lastTypeTaker();
+        takers[result] = taker;
+      }
+      result++;
+      return taker(type)(arena, count);
+    };
     return scatter(
       args.slice(0, n) as NDArray[],
       args[n] as NDArray,
       args.slice(n + 1) as NDArray[],
       dims,
       update(frame),
-      reuse ? reusing : options,
+      { ...(reuse ? reusing : options), take },
     );
   };
   return kernel;

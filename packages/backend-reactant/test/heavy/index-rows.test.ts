@@ -23,6 +23,26 @@ function bytes(a: NDArray): number[] {
   return Array.from(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength));
 }
 
+/** An embedding lookup: row i of the table for index i. */
+const ROW_GATHER: GatherDimensionNumbers = {
+  offsetDims: [1],
+  collapsedSliceDims: [0],
+  operandBatchingDims: [],
+  startIndicesBatchingDims: [],
+  startIndexMap: [0],
+  indexVectorDim: 1,
+};
+
+/** A segment sum's layout: update row k goes to row index[k]. */
+const ROW_SCATTER: ScatterDimensionNumbers = {
+  updateWindowDims: [1],
+  insertedWindowDims: [0],
+  inputBatchingDims: [],
+  scatterIndicesBatchingDims: [],
+  scatterDimsToOperandDims: [0],
+  indexVectorDim: 1,
+};
+
 describe("gather and scatter over index rows", () => {
   test("embedding lookups and row windows, out-of-range starts clamped", () => {
     for (let seed = 1; seed <= 60; seed++) {
@@ -38,17 +58,7 @@ describe("gather and scatter over index rows", () => {
       );
       const window = randInt(next, 1, rows);
       const cases: [GatherDimensionNumbers, number[]][] = [
-        [
-          {
-            offsetDims: [1],
-            collapsedSliceDims: [0],
-            operandBatchingDims: [],
-            startIndicesBatchingDims: [],
-            startIndexMap: [0],
-            indexVectorDim: 1,
-          },
-          [1, width],
-        ],
+        [ROW_GATHER, [1, width]],
         [
           {
             offsetDims: [1, 2],
@@ -82,14 +92,7 @@ describe("gather and scatter over index rows", () => {
         [n, 1],
         Array.from({ length: n }, () => randInt(next, -2, rows + 1)),
       );
-      const rowDims: ScatterDimensionNumbers = {
-        updateWindowDims: [1],
-        insertedWindowDims: [0],
-        inputBatchingDims: [],
-        scatterIndicesBatchingDims: [],
-        scatterDimsToOperandDims: [0],
-        indexVectorDim: 1,
-      };
+      const rowDims = ROW_SCATTER;
       const rowUpdates = randomF32(next, [n, width]);
       const pairIndices = array(
         "i32",
@@ -119,5 +122,33 @@ describe("gather and scatter over index rows", () => {
         }
       }
     }
+  });
+
+  test("one op's checks kept per shape: the same attributes on new shapes are checked again", () => {
+    const gatherDims = ROW_GATHER;
+    const scatterDims = ROW_SCATTER;
+    const next = rng(5);
+    for (const [rows, width, n] of [
+      [4, 3, 2],
+      [4, 3, 2],
+      [6, 5, 3],
+      [4, 3, 7],
+    ] as const) {
+      const table = randomF32(next, [rows, width]);
+      const indices = array(
+        "i32",
+        [n, 1],
+        Array.from({ length: n }, () => randInt(next, 0, rows - 1)),
+      );
+      const kept = gather(table, indices, gatherDims, [1, width]);
+      const fresh = gather(table, indices, { ...gatherDims }, [1, width]);
+      expect(kept.shape).toEqual([n, width]);
+      expect(bytes(kept)).toEqual(bytes(fresh));
+      const updates = randomF32(next, [n, width]);
+      const [a] = scatter([table], indices, [updates], scatterDims, addRegion, { updateKind: "add" });
+      const [b] = scatter([table], indices, [updates], { ...scatterDims }, addRegion, { updateKind: "add" });
+      expect(bytes(a as NDArray)).toEqual(bytes(b as NDArray));
+    }
+    expect(() => gather(randomF32(next, [4, 2]), array("i32", [1, 1], [0]), gatherDims, [1, 3])).toThrow();
   });
 });

@@ -4,7 +4,16 @@
  * Each batch position copies one slice; the copy works on raw storage, so every element type
  * (complex and f8 too) is supported.
  */
-import { type NDArray, type TypedArray, alloc, slotsPerElement, strides } from "../../array.ts";
+import {
+  type DataAlloc,
+  type NDArray,
+  type TypedArray,
+  alloc,
+  elementCount,
+  sameShape,
+  slotsPerElement,
+  strides,
+} from "../../array.ts";
 import { toFloat64 } from "./element-io.ts";
 import { bitExact } from "./permute.ts";
 import { checkAxes, invalid } from "./errors.ts";
@@ -22,7 +31,38 @@ export interface GatherDimensionNumbers {
 
 const OP = "gather";
 
-function gatherShape(operand: NDArray, indices: NDArray, dims: GatherDimensionNumbers, sliceSizes: readonly number[]) {
+type GatherShape = ReturnType<typeof checkGather>;
+
+/**
+ * The checks and axis bookkeeping of one op's gather, kept while its operand and index shapes
+ * stay the same (a program's op sees the same ones on every run; a small gather's time was
+ * mostly these).
+ */
+const checked = new WeakMap<
+  GatherDimensionNumbers,
+  { operand: number[]; indices: number[]; sizes: readonly number[]; result: GatherShape }
+>();
+
+function gatherShape(
+  operand: NDArray,
+  indices: NDArray,
+  dims: GatherDimensionNumbers,
+  sliceSizes: readonly number[],
+): GatherShape {
+  const last = checked.get(dims);
+  if (
+    last &&
+    last.sizes === sliceSizes &&
+    sameShape(last.operand, operand.shape) &&
+    sameShape(last.indices, indices.shape)
+  )
+    return last.result;
+  const result = checkGather(operand, indices, dims, sliceSizes);
+  checked.set(dims, { operand: [...operand.shape], indices: [...indices.shape], sizes: sliceSizes, result });
+  return result;
+}
+
+function checkGather(operand: NDArray, indices: NDArray, dims: GatherDimensionNumbers, sliceSizes: readonly number[]) {
   const rank = operand.shape.length;
   if (sliceSizes.length !== rank)
     throw invalid(OP, `slice_sizes has ${sliceSizes.length} entries for an operand of rank ${rank}`);
@@ -74,9 +114,13 @@ export function gather(
   startIndices: NDArray,
   dims: GatherDimensionNumbers,
   sliceSizes: readonly number[],
+  take?: DataAlloc,
 ): NDArray {
   const { shape, windowAxes, batchAxes, batches } = gatherShape(operand, startIndices, dims, sliceSizes);
-  const result = alloc(operand.type, shape);
+  // Every element of the result is written: pooled storage (`take`) needs no zeroing.
+  const result: NDArray = take
+    ? { type: operand.type, shape: [...shape], data: take(operand.type, elementCount(shape)) }
+    : alloc(operand.type, [...shape]);
   if (result.data.length === 0) return result;
   const moved = bitExact(operand.data, slotsPerElement(operand.type));
   const slots = moved.slots;

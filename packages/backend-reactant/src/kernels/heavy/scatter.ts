@@ -4,7 +4,16 @@
  * scatter indices (so duplicates combine deterministically, later ones last), and an update
  * window that does not fit entirely inside the operand is skipped, as XLA does.
  */
-import { type NDArray, type RegionInfo, type Scalar, type TypedArray, strides } from "../../array.ts";
+import {
+  type DataAlloc,
+  type NDArray,
+  type RegionInfo,
+  type Scalar,
+  type TypedArray,
+  sameShape,
+  slotsPerElement,
+  strides,
+} from "../../array.ts";
 import { type ScalarReader, type ScalarWriter, copyData, scalarReader, scalarWriter, toFloat64 } from "./element-io.ts";
 import { checkAxes, invalid } from "./errors.ts";
 import { rawCombiner } from "./fast-reducer.ts";
@@ -82,6 +91,34 @@ function checkScatter(
   return { windowAxes, scatterAxes, windowShape, batches };
 }
 
+type ScatterShape = ReturnType<typeof checkScatter>;
+
+/**
+ * checkScatter's answer for one op, kept while its one input, indices and update keep their
+ * shapes (a program's op sees the same ones on every run).
+ */
+const checked = new WeakMap<
+  ScatterDimensionNumbers,
+  { input: number[]; indices: number[]; update: number[]; result: ScatterShape }
+>();
+
+function checkedScatter(
+  inputs: readonly NDArray[],
+  indices: NDArray,
+  updates: readonly NDArray[],
+  dims: ScatterDimensionNumbers,
+): ScatterShape {
+  if (inputs.length !== 1 || updates.length !== 1) return checkScatter(inputs, indices, updates, dims);
+  const input = (inputs[0] as NDArray).shape;
+  const update = (updates[0] as NDArray).shape;
+  const last = checked.get(dims);
+  if (last && sameShape(last.input, input) && sameShape(last.indices, indices.shape) && sameShape(last.update, update))
+    return last.result;
+  const result = checkScatter(inputs, indices, updates, dims);
+  checked.set(dims, { input: [...input], indices: [...indices.shape], update: [...update], result });
+  return result;
+}
+
 export interface ScatterOptions {
   /** Hints from the program; results do not depend on them. */
   readonly indicesAreSorted?: boolean;
@@ -90,6 +127,8 @@ export interface ScatterOptions {
   readonly updateKind?: UpdateKind;
   /** The one input's storage may become the result (dead after the op and solely owned). */
   readonly reuseInput?: boolean;
+  /** Storage for the results (the plan's pool), which start as copies of the inputs. */
+  readonly take?: DataAlloc;
 }
 
 /**
@@ -104,13 +143,20 @@ export function scatter(
   region: RegionInfo,
   options: ScatterOptions = {},
 ): NDArray[] {
-  const { windowAxes, scatterAxes, windowShape, batches } = checkScatter(inputs, scatterIndices, updates, dims);
+  const { windowAxes, scatterAxes, windowShape, batches } = checkedScatter(inputs, scatterIndices, updates, dims);
   const first = inputs[0] as NDArray;
   const single = inputs.length === 1;
+  const take = options.take;
+  const copy = (input: NDArray): TypedArray => {
+    if (!take) return copyData(input);
+    const data = take(input.type, input.data.length / slotsPerElement(input.type));
+    (data as Float64Array).set(input.data as Float64Array);
+    return data;
+  };
   const results: NDArray[] = inputs.map((input) => ({
     type: input.type,
     shape: [...input.shape],
-    data: single && options.reuseInput === true ? input.data : copyData(input),
+    data: single && options.reuseInput === true ? input.data : copy(input),
   }));
   const operandShape = first.shape;
   const operandStrides = strides(operandShape);
