@@ -256,12 +256,13 @@ function wordViews(
   return from && to ? { from: from.view, to: to.view, scale: from.scale } : null;
 }
 
-export function concatenate(inputs: NDArray[], dim: number): NDArray {
+/** Every element of the result is written, so `alloc` may hand back stale storage. */
+export function concatenate(inputs: NDArray[], dim: number, alloc: DataAlloc = allocData): NDArray {
   const first = inputs[0] as NDArray;
   const slots = slotsPerElement(first.type);
   const outShape = [...first.shape];
   outShape[dim] = inputs.reduce((s, x) => s + (x.shape[dim] as number), 0);
-  const out = allocData(first.type, elementCount(outShape));
+  const out = alloc(first.type, elementCount(outShape));
   const outer = first.shape.slice(0, dim).reduce((a, b) => a * b, 1);
   const rowOut = elementCount(outShape.slice(dim)) * slots;
   let col = 0;

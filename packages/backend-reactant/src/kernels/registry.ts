@@ -218,7 +218,8 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
     }
     case "stablehlo.concatenate": {
       const dim = Number(a.dimension);
-      return (args) => [layout.concatenate(args as NDArray[], dim)];
+      const alloc = pooledOutputs();
+      return (args, frame) => [layout.concatenate(args as NDArray[], dim, alloc(frame))];
     }
     case "stablehlo.pad": {
       const low = ints(a.edge_padding_low, "edge_padding_low", op);
