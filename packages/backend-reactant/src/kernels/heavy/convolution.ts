@@ -188,8 +188,11 @@ function usesIm2col(g: ConvGeometry): boolean {
 }
 
 /**
- * Every group's and image's im2col rows (filled in the workspace, chunk by chunk) times its
- * kernel columns into `out` ([N, positions, O]), the GEMM reading the rows in place.
+ * Every group's im2col rows times its kernel columns into `out` ([N, positions, O]), the GEMM
+ * reading the rows in place. A chunk of rows runs across image boundaries (one group's rows of
+ * consecutive images are consecutive rows of `out`), so a batch makes few large GEMMs instead
+ * of one per image; a larger m only splits the rows among the library's kernels and threads,
+ * each element still the same sum in the same order.
  */
 function im2colProducts(
   g: ConvGeometry,
@@ -199,34 +202,60 @@ function im2colProducts(
 ): void {
   const positions = product(g.outSpatial);
   const depth = product(g.kernelSpatial) * g.groupInChannels;
-  const rowsPerChunk = chunkRows(g, depth);
+  const total = g.outBatch * positions;
+  const rowsPerChunk = batchChunkRows(g, depth);
   const O = g.outChannels;
   for (let group = 0; group < g.groups; group++) {
-    for (let n = 0; n < g.outBatch; n++) {
-      const src = groupSource(g, group, n);
-      for (let row = 0; row < positions; row += rowsPerChunk) {
-        const rowEnd = Math.min(positions, row + rowsPerChunk);
-        ws.fill(src.batchIndex, src.channelOffset, g.groupInChannels, row, rowEnd);
-        gemm({
-          m: rowEnd - row,
-          n: g.groupOutChannels,
-          k: depth,
-          a: ws.col,
-          aOffset: 0,
-          lda: depth,
-          transA: false,
-          b: kernel,
-          bOffset: group * g.groupOutChannels,
-          ldb: O,
-          transB: false,
-          c: out,
-          cOffset: (n * positions + row) * O + group * g.groupOutChannels,
-          ldc: O,
-          accumulate: false,
-        });
+    for (let start = 0; start < total; start += rowsPerChunk) {
+      const end = Math.min(total, start + rowsPerChunk);
+      for (let r = start; r < end; ) {
+        const n = Math.floor(r / positions);
+        const position = r - n * positions;
+        const stop = Math.min(end, (n + 1) * positions);
+        const src = groupSource(g, group, n);
+        ws.fill(src.batchIndex, src.channelOffset, g.groupInChannels, position, position + stop - r, r - start);
+        r = stop;
       }
+      groupGemm(g, group, end - start, ws.col, 0, depth, kernel, out, start * O + group * g.groupOutChannels);
     }
   }
+}
+
+/** `m` rows of input values (at aOffset, lda apart) times one group's kernel columns, into out at cOffset. */
+function groupGemm(
+  g: ConvGeometry,
+  group: number,
+  m: number,
+  a: Float32Array | Float64Array,
+  aOffset: number,
+  lda: number,
+  kernel: Float32Array | Float64Array,
+  out: Float32Array | Float64Array,
+  cOffset: number,
+): void {
+  gemm({
+    m,
+    n: g.groupOutChannels,
+    k: product(g.kernelSpatial) * g.groupInChannels,
+    a,
+    aOffset,
+    lda,
+    transA: false,
+    b: kernel,
+    bOffset: group * g.groupOutChannels,
+    ldb: g.outChannels,
+    transB: false,
+    c: out,
+    cOffset,
+    ldc: g.outChannels,
+    accumulate: false,
+  });
+}
+
+/** im2col rows per chunk across the batch: about CHUNK_ELEMENTS elements. */
+function batchChunkRows(g: ConvGeometry, depth: number): number {
+  const total = g.outBatch * product(g.outSpatial);
+  return Math.max(1, Math.min(total, Math.floor(CHUNK_ELEMENTS / Math.max(1, depth))));
 }
 
 /**
@@ -247,7 +276,7 @@ function workspaceConvolution(
   const narrow = resultType !== "f32";
   const inputCount = product(lhs.shape);
   const tables = tapTables(g);
-  const ws = im2colWorkspace(g, tables, false, inputCount, chunkRows(g, depth), depth, narrow ? count : 0);
+  const ws = im2colWorkspace(g, tables, false, inputCount, batchChunkRows(g, depth), depth, narrow ? count : 0);
   if (!ws) return null;
   if (lhs.type === "bf16") ws.widenBf16(lhs.data as Uint16Array);
   else ws.input.set(toFloat32Scratch(lhs, widenedScratch(lhs), OP));
@@ -274,7 +303,6 @@ function floatConvolution(
   // Every element is written by a GEMM with beta = 0 below, so stale contents do not matter.
   const out = allocFloats(g.outBatch * positions * g.outChannels, f64);
   const O = g.outChannels;
-  /** `m` rows of `depth` input values (at aOffset, lda apart) times one group's kernel columns, into out at cOffset. */
   const groupProduct = (
     group: number,
     m: number,
@@ -282,24 +310,7 @@ function floatConvolution(
     aOffset: number,
     lda: number,
     cOffset: number,
-  ): void =>
-    gemm({
-      m,
-      n: g.groupOutChannels,
-      k: depth,
-      a,
-      aOffset,
-      lda,
-      transA: false,
-      b: kernel,
-      bOffset: group * g.groupOutChannels,
-      ldb: O,
-      transB: false,
-      c: out,
-      cOffset,
-      ldc: O,
-      accumulate: false,
-    });
+  ): void => groupGemm(g, group, m, a, aOffset, lda, kernel, out, cOffset);
   if (isPointwise(g)) {
     // A 1x1 stride-1 convolution is a plain matrix product over the input as stored, and the
     // output batches of one group are contiguous rows of both input and output.
@@ -321,13 +332,13 @@ function floatConvolution(
     depthwise2d(g, tables, input, kernel, out);
     return out;
   }
-  const rowsPerChunk = chunkRows(g, depth);
-  const ws = depth > 0 ? im2colWorkspace(g, tables, f64, input.length, rowsPerChunk, depth) : null;
+  const ws = depth > 0 ? im2colWorkspace(g, tables, f64, input.length, batchChunkRows(g, depth), depth) : null;
   if (ws) {
     ws.input.set(input);
     im2colProducts(g, ws, kernel, out);
     return out;
   }
+  const rowsPerChunk = chunkRows(g, depth);
   const col = colScratch(f64, rowsPerChunk * depth);
   for (let group = 0; group < g.groups; group++) {
     for (let n = 0; n < g.outBatch; n++) {

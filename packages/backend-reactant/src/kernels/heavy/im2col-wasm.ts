@@ -45,8 +45,18 @@ export interface Im2colWorkspace {
   readonly col: Float32Array | Float64Array;
   /** The f32 result region (`outputElements` of them), empty when none was asked for. */
   readonly output: Float32Array;
-  /** im2col rows [rowStart, rowEnd) of one batch image and channel block into `col`. */
-  fill(batchIndex: number, channelOffset: number, channelCount: number, rowStart: number, rowEnd: number): void;
+  /**
+   * im2col rows [rowStart, rowEnd) of one batch image and channel block into `col` from its row
+   * `colRow` (0 when omitted) on.
+   */
+  fill(
+    batchIndex: number,
+    channelOffset: number,
+    channelCount: number,
+    rowStart: number,
+    rowEnd: number,
+    colRow?: number,
+  ): void;
   /** `input` from bf16 bits (exact). */
   widenBf16(bits: Uint16Array): void;
   /** `output` rounded to bf16 bits into `dst` (nearest even; a NaN kept quiet with its sign). */
@@ -106,12 +116,12 @@ export function im2colWorkspace(
       ex.narrowBf16(outputAt, halfAt, dst.length);
       dst.set(new Uint16Array(buffer, halfAt, dst.length));
     },
-    fill(batchIndex, channelOffset, channelCount, rowStart, rowEnd) {
+    fill(batchIndex, channelOffset, channelCount, rowStart, rowEnd, colRow = 0) {
       const contiguous = channelCount === C && g.rhsDilation[1] === 1 && g.lhsDilation[1] === 1 ? 1 : 0;
       const src = inputAt + (batchIndex * inH * inW * C + channelOffset) * size;
       im2col(
         src,
-        colRegionAt,
+        colRegionAt + colRow * depth * size,
         rowStart,
         rowEnd,
         outW,
