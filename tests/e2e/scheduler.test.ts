@@ -321,10 +321,14 @@ describe("deadlines and shedding", () => {
     const shed = await infer(w, "mlp", 1);
     expect(shed.status).toBe(429);
     expect(String(shed.body.error)).toContain("request queue is full");
+    // Refused before its body is read: a body that is not even JSON gets the 429, not a 400.
+    const unread = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body: "not json at all" });
+    expect(unread.status).toBe(429);
+    expect(String(((await unread.json()) as { error: string }).error)).toContain("request queue is full");
     release();
     for (const a of await Promise.all([first, ...waiting])) expect(a.status).toBe(200);
     const metrics = await (await fetch(`${w.url}/metrics`)).text();
-    expect(metrics).toContain('worker_scheduler_shed_total{model="mlp",reason="queue_full"} 1');
+    expect(metrics).toContain('worker_scheduler_shed_total{model="mlp",reason="queue_full"} 2');
   }, 60_000);
 
   test("the device-wide queue bound sheds across models", async () => {

@@ -68,6 +68,12 @@ export interface ServedModel {
    * pads up to the next compiled size and strips the padding). Returns every output, keyed by name.
    */
   infer(request: InferRequest): Promise<Map<string, HostTensor>>;
+  /**
+   * Throws the refusal (QUEUE_FULL) a request would get at its queue now, before the service reads
+   * and decodes it: under a flood, a refused request then costs no body read, no decode and no
+   * copy on the thread every other model's requests come through.
+   */
+  admit?(): void;
   stats(): ModelStats;
   /** Recent queue waits' median and 99th percentile in seconds (worker_queue_wait_seconds). */
   queueWaitQuantiles?(): { readonly p50: number; readonly p99: number };

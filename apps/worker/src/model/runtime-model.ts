@@ -290,6 +290,20 @@ export class RuntimeModel implements ServedModel {
     }
   }
 
+  /** Refuses (QUEUE_FULL) when this model's queue or the device's is full now, before the request is read. */
+  admit(): void {
+    if (this.retired) {
+      this.successor?.admit();
+      return;
+    }
+    if (this.disposed) return;
+    const refused = this.scheduler.refusal(this.queue);
+    if (refused) {
+      this.counters.fail.count++;
+      throw refused;
+    }
+  }
+
   private countSuccess(batch: number, t0: number): void {
     const c = this.counters;
     c.inferenceCount += batch;

@@ -64,14 +64,19 @@ export class DeviceScheduler {
     return this.queued;
   }
 
-  submit<P, R>(q: ModelQueue<P, R>, s: Submission<P>): Promise<R> {
+  /** The QUEUE_FULL refusal a request to `q` would get now (counted as shed), or null when it would be queued. */
+  refusal<P, R>(q: ModelQueue<P, R>): XlaserveError | null {
     const depthFull = () => q.items.length >= q.policy.queueDepth;
     const deviceFull = () => this.options.maxQueued > 0 && this.queued >= this.options.maxQueued;
     if (depthFull() || deviceFull()) this.dropAborted(q);
-    if (depthFull() || deviceFull()) {
-      q.shed.queueFull++;
-      return Promise.reject(depthFull() ? q.fullError() : this.deviceFullError(q.label));
-    }
+    if (!depthFull() && !deviceFull()) return null;
+    q.shed.queueFull++;
+    return depthFull() ? q.fullError() : this.deviceFullError(q.label);
+  }
+
+  submit<P, R>(q: ModelQueue<P, R>, s: Submission<P>): Promise<R> {
+    const refused = this.refusal(q);
+    if (refused) return Promise.reject(refused);
     if (s.deadline !== undefined && performance.now() >= s.deadline) {
       q.shed.deadline++;
       return Promise.reject(deadlineError(q.label, "passed before it was queued"));

@@ -107,6 +107,7 @@ export class InferService {
       const model = findModel(this.options.registry, call.modelName, call.version);
       label = model.name;
       if (!model.ready()) throw new XlaserveError("UNAVAILABLE", `model "${model.name}" is not ready`);
+      model.admit?.();
       const decoded = await call.decode(model, context);
       context.id = decoded.id;
       const deadline = soonest(call.deadline, decoded.deadline);
