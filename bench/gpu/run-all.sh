@@ -358,6 +358,10 @@ for phase in "${ordered[@]}"; do
       run_step grpc 240 bun bench/grpc.bench.ts --engine reactant --results-dir "$RES"
       if [ -n "${XLASERVE_PJRT_PLUGIN:-}" ]; then
         run_step grpc-pjrt 240 bun bench/grpc.bench.ts --engine pjrt --results-dir "$RES"
+        # The same with the worker coalescing queued requests: one-row executions are bound by
+        # the device round trip, not by either protocol.
+        run_step grpc-pjrt-coalescing 240 bun bench/grpc.bench.ts --engine pjrt --dynamic-batching --large-runs 1 \
+          --results-dir "$RES"
       else
         echo "grpc-pjrt: skipped, no PJRT plugin on this host (setup found none)"
       fi
