@@ -17,7 +17,7 @@
  * encoder, answering a precomputed copy of the worker's MLP answer without decoding the request
  * or running anything; the bare own-transport server does the same on the worker's gRPC
  * transport (node:http2, packages/server/src/grpc/transport), the floor of that transport.
- * Large input: grpc/large-input.ts, on grpc/large-bundle.ts's model.
+ * Large input: grpc/large-input.ts, on tests/e2e/row-reduce-bundle.ts's model.
  * Writes bench/results/grpc-<date>.json (bench/lib/results.ts).
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -35,7 +35,7 @@ import {
   ModelInferResponseSchema,
 } from "../packages/server/src/grpc/gen/grpc_service_pb.ts";
 import { H2GrpcServer } from "../packages/server/src/grpc/transport/h2-server.ts";
-import { writeSumBundle } from "./grpc/large-bundle.ts";
+import { writeRowReduceBundle } from "../tests/e2e/row-reduce-bundle.ts";
 import { measureLargeInput } from "./grpc/large-input.ts";
 import type { LoadSpec } from "./grpc/load.ts";
 import { type Side, measureThroughput } from "./grpc/throughput.ts";
@@ -73,7 +73,13 @@ cpSync(resolve(import.meta.dir, "../examples/models/mlp"), join(repository, "mlp
 });
 const sumDir = join(repository, "sum_large");
 mkdirSync(sumDir, { recursive: true });
-writeSumBundle(sumDir, largeElements, largeProgram);
+writeRowReduceBundle(sumDir, {
+  name: "sum_large",
+  description: "sums a large FP32 input (benchmark of large inputs)",
+  n: largeElements,
+  batchSizes: [1],
+  program: largeProgram,
+});
 
 const worker = await startWorker({
   env: {},

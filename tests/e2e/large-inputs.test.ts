@@ -5,68 +5,17 @@
  * is still its own request's. /metrics counts the bytes moved and copied.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StartedWorker } from "../../apps/worker/src/index.ts";
-import { buildSafetensors } from "../../packages/core/test/helpers/bundles.ts";
 import { startCpuWorker } from "./cpu-worker.ts";
 import { type TempRepo, collectLogs, makeRepo, waitFor } from "./helpers.ts";
+import { writeRowReduceBundle } from "./row-reduce-bundle.ts";
 
 /** Floats per row: 64 KiB, the size from which inputs travel in buffers of their own. */
 const N = 16384;
 
-/** A bundle summing each row of an FP32 [B, N] input (times a weight of 1), at B = 1 and 4. */
-function writeRowSumBundle(dir: string): void {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, "manifest.yaml"),
-    `format_version: "2.0"
-name: "rowsum"
-executable_inputs:
-  - name: "x"
-    dtype: "f32"
-    shape: "cn"
-    dims:
-      c: ${N}
-executable_outputs:
-  - name: "sum"
-    dtype: "f32"
-    shape: "cn"
-    dims:
-      c: 1
-batching:
-  compiled_batch_sizes:
-    - 1
-    - 4
-`,
-  );
-  for (const b of [1, 4]) {
-    writeFileSync(
-      join(dir, `model.b${b}.mlir`),
-      `module @rowsum {
-  func.func public @main(%arg0: tensor<${b}x${N}xf32>, %arg1: tensor<1xf32>) -> (tensor<${b}x1xf32>) {
-    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-    %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<${b}x${N}xf32>, tensor<f32>) -> tensor<${b}xf32>
-    %1 = stablehlo.broadcast_in_dim %arg1, dims = [0] : (tensor<1xf32>) -> tensor<${b}xf32>
-    %2 = stablehlo.multiply %0, %1 : tensor<${b}xf32>
-    %3 = stablehlo.reshape %2 : (tensor<${b}xf32>) -> tensor<${b}x1xf32>
-    return %3 : tensor<${b}x1xf32>
-  }
-}
-`,
-    );
-  }
-  const scale = new Uint8Array(new Float32Array([1]).buffer);
-  writeFileSync(
-    join(dir, "weights.safetensors"),
-    buildSafetensors([{ name: "scale", dtype: "F32", shape: [1], bytes: scale }], {
-      argument_order: JSON.stringify(["scale"]),
-    }),
-  );
-}
-
 const repo: TempRepo = makeRepo([]);
-writeRowSumBundle(join(repo.repository, "rowsum"));
+writeRowReduceBundle(join(repo.repository, "rowsum"), { name: "rowsum", n: N, batchSizes: [1, 4], program: "sum" });
 const logs = collectLogs();
 afterAll(() => repo.cleanup());
 

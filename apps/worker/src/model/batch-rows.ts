@@ -24,24 +24,7 @@ export function sliceAxis(tensor: HostTensor, axis: number, size: number): HostT
   const current = tensor.shape[axis];
   if (current === undefined || current === size) return tensor;
   if (current < size) throw new XlaserveError("INTERNAL", `cannot slice axis ${axis} from ${current} up to ${size}`);
-  const shape = [...tensor.shape];
-  shape[axis] = size;
-  const esize = dtypeSize(tensor.dtype);
-  const outer = elementCount(tensor.shape.slice(0, axis));
-  const inner = elementCount(tensor.shape.slice(axis + 1)) * esize;
-  const src = bytesOf(tensor);
-  if (outer === 1) {
-    // Leading batch axis: a prefix view, no copy.
-    const data = allocTyped(tensor.dtype, elementCount(shape));
-    new Uint8Array(data.buffer).set(src.subarray(0, size * inner));
-    return { dtype: tensor.dtype, shape, data };
-  }
-  const out = allocTyped(tensor.dtype, elementCount(shape));
-  const dst = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
-  const srcBlock = current * inner;
-  const dstBlock = size * inner;
-  for (let o = 0; o < outer; o++) dst.set(src.subarray(o * srcBlock, o * srcBlock + dstBlock), o * dstBlock);
-  return { dtype: tensor.dtype, shape, data: out };
+  return sliceRange(tensor, axis, 0, size);
 }
 
 /**
