@@ -33,12 +33,12 @@
  * extension (Inference-Header-Content-Length) instead of JSON numbers: for image inputs, JSON
  * decoding on the HTTP thread otherwise costs more per request than the device's run.
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { intFlag, parseFlags } from "./lib/args.ts";
 import { BenchResult } from "./lib/results.ts";
-import { percentile } from "./lib/stats.ts";
+import { type LoopPoint, inferSender, openLoop as runOpenLoop } from "./lib/open-loop.ts";
 import { type StartedWorkerProcess, startWorkerProcess } from "./lib/worker.ts";
 import {
   processCpuSeconds,
@@ -172,11 +172,7 @@ interface RequestBody {
 }
 
 function post(w: { readonly url: string }, t: Target, body = t.body): Promise<number> {
-  const init = { method: "POST", body: body.bytes, headers: body.headers };
-  return fetch(`${w.url}/v2/models/${t.name}/infer`, init).then(async (r) => {
-    await r.arrayBuffer();
-    return r.status;
-  });
+  return inferSender(w.url, t.name, body)();
 }
 
 /** Closed loop: `n` requests always in flight for `ms`; completed requests per second. */
@@ -250,46 +246,28 @@ console.log(s.port);`;
   }
 }
 
-interface Point {
-  readonly offered: number;
-  readonly achieved: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly failed: number;
+type Point = LoopPoint;
+
+/** Open loop (lib/open-loop.ts) from this process. */
+function openLoop(w: StartedWorkerProcess, t: Target, rate: number, ms = durationMs): Promise<Point> {
+  return runOpenLoop(inferSender(w.url, t.name, t.body), rate, ms);
 }
 
-/** Open loop: one request every 1/rate s on schedule; each latency from its scheduled time. */
-async function openLoop(w: StartedWorkerProcess, t: Target, rate: number, ms = durationMs): Promise<Point> {
-  const latencies: number[] = [];
-  let failed = 0;
-  const t0 = performance.now();
-  const total = Math.max(1, Math.floor((rate * ms) / 1000));
-  const pending: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const at = t0 + (i * 1000) / rate;
-    const wait = at - performance.now();
-    if (wait > 1) await Bun.sleep(wait);
-    pending.push(
-      post(w, t).then(
-        (status) => {
-          if (status === 200) latencies.push(performance.now() - at);
-          else failed++;
-        },
-        () => {
-          failed++;
-        },
-      ),
-    );
-  }
-  await Promise.all(pending);
-  const elapsed = (performance.now() - t0) / 1000;
-  return {
-    offered: rate,
-    achieved: Math.round(latencies.length / elapsed),
-    p50Ms: round3(percentile(latencies, 50)),
-    p99Ms: round3(percentile(latencies, 99)),
-    failed,
-  };
+/** The same open loop from a child process of its own (a flood must not delay this process's sends). */
+async function openLoopInChild(w: StartedWorkerProcess, t: Target, rate: number, ms = durationMs): Promise<Point> {
+  const bodyFile = join(scratch, `${t.name}.flood-body`);
+  writeFileSync(bodyFile, t.body.bytes);
+  const spec = { url: w.url, model: t.name, bodyFile, headers: t.body.headers, rate, ms };
+  const child = Bun.spawn(
+    [process.execPath, resolve(import.meta.dir, "lib/open-loop-child.ts"), JSON.stringify(spec)],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
+  const out = await new Response(child.stdout).text();
+  if ((await child.exited) !== 0) throw new Error(`the flood's load generator failed:\n${out}`);
+  return JSON.parse(out.trim().split("\n").pop() as string) as Point;
 }
 
 type Saturation = Awaited<ReturnType<typeof saturation>>;
@@ -418,9 +396,11 @@ async function fairness(light: Target, heavy: Target): Promise<void> {
         await openLoop(w, light, lightRate, 1000);
         await openLoop(w, heavy, lightRate * 10, 1000);
         const alone = await openLoop(w, light, lightRate);
+        // The flood from a process of its own: sent from this one, its large bodies would hold up
+        // the light model's sends and answers here, and that wait would count as the worker's.
         const [withFlood, flood] = await Promise.all([
           openLoop(w, light, lightRate),
-          openLoop(w, heavy, lightRate * 10),
+          openLoopInChild(w, heavy, lightRate * 10),
         ]);
         solo[discipline] = alone.p99Ms;
         flooded[discipline] = withFlood.p99Ms;
