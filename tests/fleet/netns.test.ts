@@ -207,7 +207,11 @@ test.skipIf(unavailable !== null)(
     const sql = new Bun.SQL(catalogUrl.replace(/\/[^/]*$/, "/takeover"), { max: 1 });
     await waitFor(async () => {
       if (holder.proc.exitCode !== null) throw new Error(`holder exited:\n${holder.lines.join("\n")}`);
-      const [row] = await sql`SELECT count(*)::int AS n FROM fleet_leases`.catch(() => [{ n: 0 }]);
+      // The holder takes its lease before it records the compile it starts: kill it only once
+      // that compile is on record, or the takeover has no dead holder's compile to show.
+      const [row] = await sql`SELECT count(*)::int AS n FROM fleet_compiles WHERE finished_at IS NULL`.catch(() => [
+        { n: 0 },
+      ]);
       return row.n >= 1;
     }, 60_000);
     await sql.close();
