@@ -84,3 +84,10 @@ try {
 } catch {
   log("the Python gRPC client could not be installed: its interop test will skip");
 }
+// JAX, flax and safetensors for the tests that export bundles with tools/export_jax_bundle.py
+// (they skip themselves without it); never fails the set-up.
+try {
+  execSync("node scripts/python-jax.mjs", { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+} catch {
+  log("JAX could not be installed: the bundle-export tests will skip");
+}

@@ -18,10 +18,17 @@ import { startCpuWorker } from "./cpu-worker.ts";
 import { EXAMPLE_MODELS, collectLogs, inferBinary } from "./helpers.ts";
 
 const EXPORTER = resolve(import.meta.dir, "../../tools/export_jax_bundle.py");
-const hasJax = Bun.spawnSync(["python3", "-c", "import jax, flax, safetensors"], { stderr: "ignore" }).exitCode === 0;
+/** The python scripts/python-jax.mjs set up (npm run setup runs it), or null where it could not. */
+function jaxPython(): string | null {
+  const out = Bun.spawnSync(["node", resolve(import.meta.dir, "../../scripts/python-jax.mjs")], { stderr: "ignore" });
+  const last = out.stdout.toString().trim().split("\n").pop() ?? "";
+  return out.exitCode === 0 && last !== "" ? last : null;
+}
+const python = jaxPython();
+const hasJax = python !== null;
 if (!hasJax)
   console.warn(
-    "portable bundles test skipped: python3 cannot import jax (pip install jax==0.10.2 jaxlib==0.10.2 flax safetensors)",
+    "portable bundles test skipped: scripts/python-jax.mjs could set up no Python with jax 0.10.2, flax and safetensors here (no package index reachable?)",
   );
 
 const root = mkdtempSync(join(tmpdir(), "xlaserve-portable-"));
@@ -31,7 +38,7 @@ let worker: StartedWorker | undefined;
 
 async function exportBundle(model: string, name: string, portable: boolean): Promise<void> {
   const args = [
-    "python3",
+    python ?? "python3",
     EXPORTER,
     model,
     join(repository, name),
