@@ -17,7 +17,7 @@
  * transpose32 / transpose64 (src, rows, cols, ld, dst): dst[c*rows + r] = src[r*ld + c], ld in
  * elements, for B stored transposed.
  */
-import { I32, V128, addTo, countUp, name, op, section, u32, v128, vec, whileBelow } from "./wasm-encode.ts";
+import { I32, V128, addTo, countUp, memoryModule, op, u32, v128, vec, whileBelow } from "./wasm-encode.ts";
 
 interface Precision {
   readonly size: number;
@@ -177,17 +177,10 @@ function transposeBody(t: Precision): number[] {
 
 /** The module's bytes; it exports `memory` (`pages` 64 KiB pages to start) and the four functions. */
 export function simdGemmModule(pages: number): Uint8Array<ArrayBuffer> {
-  const gemmType = [0x60, ...vec(Array.from({ length: 9 }, () => [I32])), ...vec([])];
-  const transposeType = [0x60, ...vec(Array.from({ length: 5 }, () => [I32])), ...vec([])];
-  const bodies = [gemmBody(F32), gemmBody(F64), transposeBody(F32), transposeBody(F64)];
-  const exported = ["gemm32", "gemm64", "transpose32", "transpose64"];
-  const bytes = [
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, vec([gemmType, transposeType])),
-    ...section(3, vec([[0], [0], [1], [1]])),
-    ...section(5, vec([[0x00, ...u32(pages)]])),
-    ...section(7, vec([[...name("memory"), 0x02, 0], ...exported.map((e, i) => [...name(e), 0x00, ...u32(i)])])),
-    ...section(10, vec(bodies.map((b) => [...u32(b.length), ...b]))),
-  ];
-  return new Uint8Array(bytes);
+  return memoryModule(pages, [
+    { name: "gemm32", i32Params: 9, body: gemmBody(F32) },
+    { name: "gemm64", i32Params: 9, body: gemmBody(F64) },
+    { name: "transpose32", i32Params: 5, body: transposeBody(F32) },
+    { name: "transpose64", i32Params: 5, body: transposeBody(F64) },
+  ]);
 }

@@ -46,6 +46,31 @@ export function name(text: string): number[] {
 export const I32 = 0x7f;
 export const V128 = 0x7b;
 
+/** One exported function of a module: its name, how many i32 parameters it takes (it returns nothing), its body. */
+export interface ExportedFunction {
+  readonly name: string;
+  readonly i32Params: number;
+  readonly body: number[];
+}
+
+/**
+ * A module that owns its memory (`pages` 64 KiB pages to start, exported as `memory`) and exports
+ * `functions` by name, in order; functions with the same parameter count share one type.
+ */
+export function memoryModule(pages: number, functions: readonly ExportedFunction[]): Uint8Array<ArrayBuffer> {
+  const arities = [...new Set(functions.map((f) => f.i32Params))];
+  const types = arities.map((n) => [0x60, ...vec(Array.from({ length: n }, () => [I32])), ...vec([])]);
+  const bytes = [
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...section(1, vec(types)),
+    ...section(3, vec(functions.map((f) => u32(arities.indexOf(f.i32Params))))),
+    ...section(5, vec([[0x00, ...u32(pages)]])),
+    ...section(7, vec([[...name("memory"), 0x02, 0], ...functions.map((f, i) => [...name(f.name), 0x00, ...u32(i)])])),
+    ...section(10, vec(functions.map((f) => [...u32(f.body.length), ...f.body]))),
+  ];
+  return new Uint8Array(bytes);
+}
+
 /** Plain opcodes. */
 export const op = {
   block: [0x02, 0x40],

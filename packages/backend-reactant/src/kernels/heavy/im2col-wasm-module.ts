@@ -11,7 +11,7 @@
  * each may read up to 12 bytes past its end and write that far past its end (into the next span,
  * written after, or past the last row, where the caller leaves room).
  */
-import { I32, V128, addTo, countUp, name, op, section, u32, v128, vec, whileBelow } from "../../blas/wasm-encode.ts";
+import { I32, V128, addTo, countUp, memoryModule, op, u32, v128, vec, whileBelow } from "../../blas/wasm-encode.ts";
 
 const [SRC, DST, ROW_START, ROW_END, OUT_W, KH, KW, PIXEL, RUN, LINE_BYTES, ROW_TAB, COL_TAB, CONTIG] = [
   0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
@@ -233,17 +233,9 @@ function narrowBf16Body(): number[] {
  * are read and written, into slack the caller leaves).
  */
 export function im2colModule(pages: number): Uint8Array<ArrayBuffer> {
-  const type = [0x60, ...vec(Array.from({ length: PARAMS }, () => [I32])), ...vec([])];
-  const convertType = [0x60, ...vec([[I32], [I32], [I32]]), ...vec([])];
-  const bodies = [body(), widenBf16Body(), narrowBf16Body()];
-  const exported = ["im2col", "widenBf16", "narrowBf16"];
-  const bytes = [
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, vec([type, convertType])),
-    ...section(3, vec([[0], [1], [1]])),
-    ...section(5, vec([[0x00, ...u32(pages)]])),
-    ...section(7, vec([[...name("memory"), 0x02, 0], ...exported.map((e, i) => [...name(e), 0x00, ...u32(i)])])),
-    ...section(10, vec(bodies.map((b) => [...u32(b.length), ...b]))),
-  ];
-  return new Uint8Array(bytes);
+  return memoryModule(pages, [
+    { name: "im2col", i32Params: PARAMS, body: body() },
+    { name: "widenBf16", i32Params: 3, body: widenBf16Body() },
+    { name: "narrowBf16", i32Params: 3, body: narrowBf16Body() },
+  ]);
 }

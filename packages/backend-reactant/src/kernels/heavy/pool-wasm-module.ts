@@ -13,7 +13,7 @@
  * slack past the input) and writes into the next position's run, which is written after, or
  * past the end, where the caller leaves room.
  */
-import { I32, V128, addTo, countUp, name, op, section, u32, v128, vec, whileBelow } from "../../blas/wasm-encode.ts";
+import { I32, V128, addTo, countUp, memoryModule, op, u32, v128, vec, whileBelow } from "../../blas/wasm-encode.ts";
 
 const simd = (code: number) => [0xfd, ...u32(code)];
 const and = simd(0x4e);
@@ -189,16 +189,8 @@ function poolBody(t: Lanes): number[] {
  * takes (0 for max, the sign bit for min).
  */
 export function poolModule(pages: number): Uint8Array<ArrayBuffer> {
-  const type = [0x60, ...vec(Array.from({ length: PARAMS }, () => [I32])), ...vec([])];
-  const bodies = [poolBody(I16), poolBody(I32X4)];
-  const exported = ["pool16", "pool32"];
-  const bytes = [
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, vec([type])),
-    ...section(3, vec([[0], [0]])),
-    ...section(5, vec([[0x00, ...u32(pages)]])),
-    ...section(7, vec([[...name("memory"), 0x02, 0], ...exported.map((e, i) => [...name(e), 0x00, ...u32(i)])])),
-    ...section(10, vec(bodies.map((b) => [...u32(b.length), ...b]))),
-  ];
-  return new Uint8Array(bytes);
+  return memoryModule(pages, [
+    { name: "pool16", i32Params: PARAMS, body: poolBody(I16) },
+    { name: "pool32", i32Params: PARAMS, body: poolBody(I32X4) },
+  ]);
 }
