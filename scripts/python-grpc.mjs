@@ -10,6 +10,7 @@
 import { execFileSync, execSync } from "node:child_process";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pipVenv } from "./pip-venv.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const venv = join(root, ".state", "python-grpc");
@@ -54,22 +55,7 @@ function has(cmd) {
 }
 
 function viaPip() {
-  if (!has("python3")) return false;
-  try {
-    rmSync(venv, { recursive: true, force: true });
-    log(`creating ${venv} with ${PIP_PACKAGES.join(", ")} (pip)`);
-    // System site packages: pip then finds what the machine already has (numpy, typing
-    // extensions) instead of asking an index for it.
-    execFileSync("python3", ["-m", "venv", "--system-site-packages", venv], { stdio: "ignore" });
-    execFileSync(python, ["-m", "pip", "install", "-q", "--retries", "0", "--timeout", "10", ...PIP_PACKAGES], {
-      stdio: ["ignore", "ignore", "ignore"],
-      timeout: 600_000,
-    });
-    return works(python);
-  } catch {
-    log("pip could not install them (no package index reachable?)");
-    return false;
-  }
+  return has("python3") && pipVenv({ venv, packages: PIP_PACKAGES, timeoutMs: 600_000, log }) && works(python);
 }
 
 function debianInstalled() {

@@ -8,6 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pipVenv } from "./pip-venv.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const venv = join(root, ".state", "python-jax");
@@ -30,19 +31,10 @@ function works(exe) {
 }
 
 function viaPip() {
-  try {
-    rmSync(venv, { recursive: true, force: true });
-    log(`creating ${venv} with ${PIP_PACKAGES.join(", ")} (pip; a minute or two the first time)`);
-    execFileSync("python3", ["-m", "venv", "--system-site-packages", venv], { stdio: "ignore" });
-    execFileSync(python, ["-m", "pip", "install", "-q", "--retries", "0", "--timeout", "20", ...PIP_PACKAGES], {
-      stdio: ["ignore", "ignore", "ignore"],
-      timeout: 900_000,
-    });
-    return works(python);
-  } catch {
-    log("pip could not install them (no package index reachable?)");
-    return false;
-  }
+  return (
+    pipVenv({ venv, packages: PIP_PACKAGES, timeoutMs: 900_000, note: "; a minute or two the first time", log }) &&
+    works(python)
+  );
 }
 
 let chosen = null;
