@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // One-time set-up for `npm start` / `npm test` on a fresh Debian machine that has only Node and npm:
 // installs the workspace's packages (Bun itself comes from npm) and OpenBLAS from Debian's
-// packages, and starts a private PostgreSQL cluster (Debian's package) for the fleet catalog's
-// tests. Re-running is cheap: each step checks before it acts.
+// packages; for the tests also Chromium, a private PostgreSQL cluster (Debian's packages) and the
+// Python clients and JAX. Re-running is cheap: each step checks before it acts.
 import { execSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -69,25 +69,33 @@ if (!packagesInstalled()) {
   run(existsSync(join(root, "package-lock.json")) ? "npm ci --no-audit --no-fund" : "npm install --no-audit --no-fund");
 }
 ensureOpenBlas();
-ensureChromium();
 
-// The fleet catalog's PostgreSQL tests connect to this cluster; they skip, saying why, without it.
-try {
-  await ensurePostgres();
-} catch (e) {
-  log(`PostgreSQL unavailable (${e.message.split("\n")[0]}): the fleet catalog's PostgreSQL tests will skip`);
-}
-// Python's grpcio for the gRPC interop test, from pip or else Debian's packages (the test skips
-// itself without it); never fails the set-up.
-try {
-  execSync("node scripts/python-grpc.mjs", { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
-} catch {
-  log("the Python gRPC client could not be installed: its interop test will skip");
-}
-// JAX, flax and safetensors for the tests that export bundles with tools/export_jax_bundle.py
-// (they skip themselves without it); never fails the set-up.
-try {
-  execSync("node scripts/python-jax.mjs", { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
-} catch {
-  log("JAX could not be installed: the bundle-export tests will skip");
+// What only the tests use (Chromium, PostgreSQL, the Python clients and JAX) is set up for
+// `npm test` and a direct run, not for `npm start`: the worker on its embedded defaults needs
+// none of it, and a first start should not wait for browser and Python installs.
+if (process.env.npm_lifecycle_event !== "prestart") await setUpTestDependencies();
+
+async function setUpTestDependencies() {
+  ensureChromium();
+
+  // The fleet catalog's PostgreSQL tests connect to this cluster; they skip, saying why, without it.
+  try {
+    await ensurePostgres();
+  } catch (e) {
+    log(`PostgreSQL unavailable (${e.message.split("\n")[0]}): the fleet catalog's PostgreSQL tests will skip`);
+  }
+  // Python's grpcio for the gRPC interop test, from pip or else Debian's packages (the test skips
+  // itself without it); never fails the set-up.
+  try {
+    execSync("node scripts/python-grpc.mjs", { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  } catch {
+    log("the Python gRPC client could not be installed: its interop test will skip");
+  }
+  // JAX, flax and safetensors for the tests that export bundles with tools/export_jax_bundle.py
+  // (they skip themselves without it); never fails the set-up.
+  try {
+    execSync("node scripts/python-jax.mjs", { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  } catch {
+    log("JAX could not be installed: the bundle-export tests will skip");
+  }
 }
