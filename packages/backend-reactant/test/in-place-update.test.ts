@@ -5,6 +5,7 @@ import type { NDArray } from "../src/array.ts";
 import { createReactantBackend } from "../src/index.ts";
 import { Arena } from "../src/plan/arena.ts";
 import { Program } from "../src/plan/program.ts";
+import { WHILE_I_BELOW_N } from "./helpers/loops.ts";
 
 /** A scan-style loop: row i of a [rows x 4] buffer becomes i+1, for i < n. */
 function rowLoop(rows: number, n: number, init: string): string {
@@ -16,10 +17,7 @@ function rowLoop(rows: number, n: number, init: string): string {
   %fill = stablehlo.constant dense<5.0> : tensor<f32>
   %init = ${init}
   %r:2 = stablehlo.while(%i = %zero, %buf = %init) : tensor<i32>, ${t}
-  cond {
-    %c = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %c : tensor<i1>
-  } do {
+  ${WHILE_I_BELOW_N}
     %next = stablehlo.add %i, %one : tensor<i32>
     %v = stablehlo.convert %next : (tensor<i32>) -> tensor<f32>
     %row = stablehlo.broadcast_in_dim %v, dims = [] : (tensor<f32>) -> tensor<1x4xf32>

@@ -1,10 +1,11 @@
 import { XlaserveError } from "@xlaserve/core";
 import type { NDArray } from "../array.ts";
 import type { Op } from "@xlaserve/stablehlo";
-import { type Block, type Kernel, type KernelTools, release, retain, runBlock } from "../plan/program.ts";
+import { type Block, type Kernel, type KernelTools, runBlock } from "../plan/program.ts";
 import { type RtValue, TOKEN, isTuple } from "../plan/values.ts";
 import { checkKernel } from "./check-ops.ts";
 import { unsupported } from "./errors.ts";
+import { whileKernel } from "./while-loop.ts";
 
 /**
  * Control flow, composites and tuples. Regions run in the caller's frame (they read outer values
@@ -22,24 +23,7 @@ export function controlKernel(op: Op, tools: KernelTools): Kernel | null {
     }
     case "stablehlo.while": {
       const [cond, body] = regions as [Block, Block];
-      return (args, frame) => {
-        const arena = frame.ctx.arena;
-        // A while among the entry block's steps holds, between iterations, only its state
-        // uncounted: with that counted for a moment, what the last iteration dropped can go back
-        // to the pool, so the next one reuses it instead of allocating afresh (arena.ts).
-        const recycle = arena.depth === 1;
-        let state = args;
-        for (;;) {
-          const [p] = runBlock(cond, frame, state);
-          if (!(p as NDArray).data[0]) return state;
-          state = runBlock(body, frame, state);
-          if (recycle) {
-            for (const v of state) retain(arena, v);
-            arena.flush();
-            for (const v of state) release(arena, v);
-          }
-        }
-      };
+      return whileKernel(cond, body);
     }
     case "stablehlo.if":
       return ([pred], frame) =>

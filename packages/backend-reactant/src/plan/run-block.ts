@@ -84,7 +84,7 @@ export function runBlock(block: Block, frame: Frame, args: RtValue[]): RtValue[]
   }
 }
 
-function stepError(op: Op, e: unknown): XlaserveError {
+export function stepError(op: Op, e: unknown): XlaserveError {
   if (isXlaserveError(e)) {
     if (e.message.startsWith(op.name)) return e;
     return new XlaserveError(e.code, `${op.name}: ${e.message}`, { ...e.details, op: op.name }, { cause: e });
