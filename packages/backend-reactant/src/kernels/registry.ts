@@ -1,10 +1,9 @@
 import { XlaserveError } from "@xlaserve/core";
 import type { DataAlloc, NDArray } from "../array.ts";
 import type { Attr, Op } from "@xlaserve/stablehlo";
-import { isTensorType, strides } from "@xlaserve/stablehlo";
+import { isTensorType } from "@xlaserve/stablehlo";
 import type { Frame, Kernel, KernelTools } from "../plan/program.ts";
 import { lastTypeTaker } from "../plan/arena.ts";
-import type { InPlaceKernel } from "../plan/ownership.ts";
 import { TOKEN } from "../plan/values.ts";
 import { controlKernel } from "./control.ts";
 import { ExternalResults } from "./external-results.ts";
@@ -36,6 +35,7 @@ import {
 } from "./heavy-adapters.ts";
 import { bitcastConvert } from "./bitcast.ts";
 import { checkKernel } from "./check-ops.ts";
+import { dynamicSliceKernel, dynamicUpdateSliceKernel } from "./dynamic-slices.ts";
 import * as layout from "./layout.ts";
 import { reduceFor } from "./reduce.ts";
 import { regionInfoFor } from "./region.ts";
@@ -83,13 +83,6 @@ function resultShape(op: Op, i = 0): number[] {
   if (!isTensorType(t))
     throw new XlaserveError("MODULE_INVALID", `${op.name} needs a tensor result type`, { op: op.name });
   return t.shape;
-}
-
-/** Scalar index operands from `from` on (dynamic_update_slice starts) as numbers. */
-function indexValues(args: unknown[], from: number): number[] {
-  const out = new Array<number>(args.length - from);
-  for (let i = from; i < args.length; i++) out[i - from] = Number((args[i] as NDArray).data[0]);
-  return out;
 }
 
 export function buildKernel(op: Op, tools: KernelTools): Kernel {
@@ -184,38 +177,10 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       const alloc = pooledOutputs();
       return ([x], frame) => [layout.slice(x as NDArray, start, limit, step, alloc(frame))];
     }
-    case "stablehlo.dynamic_slice": {
-      const sizes = ints(a.slice_sizes, "slice_sizes", op);
-      const alloc = pooledOutputs();
-      // Checked and strided once per operand shape; a loop body slices the same shape every
-      // iteration, so a call only clamps the starts and copies.
-      let seen: number[] | null = null;
-      let st: number[] = [];
-      return (args, frame) => {
-        const x = args[0] as NDArray;
-        if (seen === null || !layout.sameDims(seen, x.shape)) {
-          layout.checkSliceSizes(x, sizes);
-          st = strides(x.shape);
-          seen = [...x.shape];
-        }
-        let offset = 0;
-        for (let d = 0; d < sizes.length; d++) {
-          const limit = (x.shape[d] as number) - (sizes[d] as number);
-          const start = Math.min(Math.max(Number((args[d + 1] as NDArray).data[0]), 0), limit);
-          offset += start * (st[d] as number);
-        }
-        return [layout.stridedCopy(x, offset, st, sizes, alloc(frame))];
-      };
-    }
-    case "stablehlo.dynamic_update_slice": {
-      const alloc = pooledOutputs();
-      const kernel: InPlaceKernel = (args, frame) => {
-        const operand = args[0] as NDArray;
-        const inPlace = kernel.operandDies === true && frame.ctx.arena.soleOwner(operand.data);
-        return [layout.dynamicUpdateSlice(operand, args[1] as NDArray, indexValues(args, 2), alloc(frame), inPlace)];
-      };
-      return kernel;
-    }
+    case "stablehlo.dynamic_slice":
+      return dynamicSliceKernel(ints(a.slice_sizes, "slice_sizes", op));
+    case "stablehlo.dynamic_update_slice":
+      return dynamicUpdateSliceKernel();
     case "stablehlo.concatenate": {
       const dim = Number(a.dimension);
       const alloc = pooledOutputs();
