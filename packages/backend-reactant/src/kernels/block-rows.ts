@@ -133,7 +133,7 @@ function loopFor(a: TypedArray): RunLoop {
   const far = at + offsets[r] * scale;
   const s = scatter ? r * run : far;
   const d = scatter ? far : r * run;
-  if (run >= 32) to.set(from.subarray(s, s + run), d);
+  if (run >= 256) to.set(from.subarray(s, s + run), d);
   else for (let k = 0; k < run; k++) to[d + k] = from[s + k];
 }`,
     ) as RunLoop;
