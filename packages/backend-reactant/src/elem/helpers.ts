@@ -2,7 +2,7 @@
  * Scalar helpers that generated elementwise loops call (passed in by name, see
  * kernels/elementwise.ts). Each follows the StableHLO / XLA semantics noted beside it.
  */
-import { tanhNarrow } from "./tanh-narrow.ts";
+import { expXlaF32, logisticXlaF16, logisticXlaF32, tanhXlaF32 } from "./xla-f32-math.ts";
 import {
   besselI1e,
   coshF32,
@@ -114,7 +114,10 @@ export function floatToBig(x: number, unsigned: boolean): bigint {
 }
 
 export const HELPERS = {
-  tanhNarrow,
+  tanhF32: tanhXlaF32,
+  expF32: expXlaF32,
+  logisticF32: logisticXlaF32,
+  logisticF16: logisticXlaF16,
   F16: F16_TO_NUMBER,
   BF16: BF16_TO_NUMBER,
   encF16: fastEncodeF16,

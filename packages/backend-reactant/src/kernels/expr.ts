@@ -183,7 +183,9 @@ export function unaryExpr(op: string, t: ElemType, a: string): string {
   const d = domainOf(t);
   const w = bitWidth(t);
   if (d === "float") {
-    if (op === "tanh" && t !== "f64") return `H.tanhNarrow(${a})`;
+    // f32 and narrower: XLA CPU's own algorithms (elem/xla-f32-math.ts), so the bits agree with it.
+    if (op === "logistic" && t === "f16") return `H.logisticF16(${a})`;
+    if (t !== "f64" && op in XLA_F32) return `H.${XLA_F32[op]}(${a})`;
     const f = FLOAT_UNARY[op];
     if (f) return f(a);
   } else if (d === "int" || d === "bool") {
@@ -219,6 +221,8 @@ export function unaryExpr(op: string, t: ElemType, a: string): string {
   }
   throw unsupported(op, `${op} on ${t}`);
 }
+
+const XLA_F32: Record<string, string> = { tanh: "tanhF32", exponential: "expF32", logistic: "logisticF32" };
 
 const FLOAT_UNARY: Record<string, (a: string) => string> = {
   abs: (a) => `Math.abs(${a})`,

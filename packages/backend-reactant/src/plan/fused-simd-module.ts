@@ -7,56 +7,11 @@
  */
 import { I32, V128, name, op, section, u32, vec } from "../blas/wasm-encode.ts";
 import type { Layout, Node } from "./fused-codegen.ts";
+import { MATH } from "./fused-simd-math.ts";
+import { Body, F32_LOAD, I32_LOAD16_U, I32_LT_U, S, f32Bits, splat32 } from "./simd-body.ts";
 
 export type Narrow = "f32" | "bf16" | "f16";
 export const SIZE: Record<Narrow, number> = { f32: 4, bf16: 2, f16: 2 };
-
-const simd = (code: number, ...immediates: number[]) => [0xfd, ...u32(code), ...immediates];
-const S = {
-  load: simd(0x00, 0, 0),
-  load16x4u: simd(0x04, 0, 0),
-  store: simd(0x0b, 0, 0),
-  store64Lane0: simd(0x5b, 0, 0, 0),
-  i32Splat: simd(0x11),
-  f32Splat: simd(0x13),
-  i32Eq: simd(0x37),
-  i32LtU: simd(0x3a),
-  i32GtU: simd(0x3c),
-  i32GeU: simd(0x40),
-  f32Ne: simd(0x42),
-  f32Lt: simd(0x43),
-  f32Ge: simd(0x46),
-  and: simd(0x4e),
-  andNot: simd(0x4f),
-  or: simd(0x50),
-  bitselect: simd(0x52),
-  narrowU: simd(0x86),
-  shl: simd(0xab),
-  shrU: simd(0xad),
-  i32Add: simd(0xae),
-  i32Sub: simd(0xb1),
-  abs: simd(0xe0),
-  neg: simd(0xe1),
-  sqrt: simd(0xe3),
-  add: simd(0xe4),
-  sub: simd(0xe5),
-  mul: simd(0xe6),
-  div: simd(0xe7),
-  min: simd(0xe8),
-  max: simd(0xe9),
-  convertS: simd(0xfa),
-};
-const I32_LOAD16_U = [0x2f, 0, 0];
-const F32_LOAD = [0x2a, 0, 0];
-const I32_LT_U = [0x49];
-
-/** A v128 constant with `bits` in every i32 lane. */
-function splat32(bits: number): number[] {
-  const b = bits >>> 0;
-  const lane = [b & 0xff, (b >>> 8) & 0xff, (b >>> 16) & 0xff, b >>> 24];
-  return simd(0x0c, ...lane, ...lane, ...lane, ...lane);
-}
-const f32Bits = (x: number) => new Uint32Array(new Float32Array([x]).buffer)[0] as number;
 
 export const BINARY: Record<string, number[]> = {
   add: S.add,
@@ -67,22 +22,6 @@ export const BINARY: Record<string, number[]> = {
   minimum: S.min,
 };
 export const UNARY: Record<string, number[]> = { negate: S.neg, abs: S.abs, sqrt: S.sqrt };
-
-/** Locals of the function being written: i32 parameters first, then the v128 temporaries. */
-class Body {
-  readonly code: number[] = [];
-  private temps = 0;
-  constructor(private readonly firstTemp: number) {}
-  temp(): number {
-    return this.firstTemp + this.temps++;
-  }
-  get tempCount(): number {
-    return this.temps;
-  }
-  emit(...parts: (readonly number[])[]): void {
-    for (const p of parts) for (const b of p) this.code.push(b);
-  }
-}
 
 /** The value on the stack (f32 lanes) rounded to bf16's precision; NaN stays NaN. */
 function roundBf16(b: Body): void {
@@ -181,7 +120,13 @@ function emitTree(
   }
   for (const c of n.children) emitTree(b, c, plan, literals, leafValue);
   const name = n.op.name.replace(/^stablehlo\./, "");
-  if (name !== "convert") b.emit(BINARY[name] ?? UNARY[name] ?? []);
+  const math = MATH[name];
+  if (math) {
+    const f16 = resultType(n, plan) === "f16";
+    math(b, () => {
+      if (f16) roundF16(b);
+    });
+  } else if (name !== "convert") b.emit(BINARY[name] ?? UNARY[name] ?? []);
   roundTo(b, resultType(n, plan));
 }
 
@@ -263,6 +208,7 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   }
   const element = b.code.splice(0);
   const code = [
+    ...b.constantCode,
     ...prologue,
     ...op.block,
     ...op.loop,

@@ -13,11 +13,12 @@
  * Conversions between the three types are roundings. NaNs are stored canonical (0x7fc00000,
  * 0x7fc0, 0x7e00), as the loop's encoders store them.
  *
- * Unary functions WebAssembly has no instruction for (tanh, exp, log, rsqrt, logistic...) split
- * the tree into stages: a module computes the function's operand into scratch memory (as f32,
- * which holds every value of the three types exactly), a JavaScript pass applies the function
- * there with the loop's own expression and rounding, and the next module reads the result as a
- * leaf. An operand that varies only per row (layer norm's variance) is computed once per row.
+ * tanh, exp and logistic are computed inside the module (fused-simd-math.ts: XLA CPU's own
+ * algorithms, the same steps as the loop's scalar helpers). Other unary functions WebAssembly
+ * has no instruction for (log, rsqrt...) split the tree into stages: a module computes the
+ * function's operand into scratch memory (as f32, which holds every value of the three types
+ * exactly), a JavaScript pass applies the function there with the loop's own expression and
+ * rounding, and the next module reads the result as a leaf. An operand that varies only per row (layer norm's variance) is computed once per row.
  *
  * Only the `outer x inner` layouts (fused-codegen.ts's LeafClass, but for slices' rows) are
  * taken; compare, select, integers, f64 and strided leaves keep the loop. Every module works in
@@ -30,10 +31,21 @@ import { HELPERS } from "../elem/helpers.ts";
 import { SPECIAL_FUNCTIONS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import { hasFloatUnary, roundExpr, unaryExpr } from "../kernels/expr.ts";
 import type { Layout, LeafClass, Node } from "./fused-codegen.ts";
+import { MATH } from "./fused-simd-math.ts";
 import { BINARY, type Narrow, type Plan, SIZE, UNARY, moduleBytes } from "./fused-simd-module.ts";
 
-/** Runs the tree into `out`; false (nothing written) where its operands would not fit the memory cap. */
-export type SimdLoop = (leaves: readonly NDArray[], out: TypedArray, outer: number, inner: number) => boolean;
+/**
+ * Runs the tree into `out`; false (nothing written) where its operands would not fit the memory
+ * cap. `offsets` and `pitches` place the rows of slice leaves ("g"), as for the loop.
+ */
+export type SimdLoop = (
+  leaves: readonly NDArray[],
+  out: TypedArray,
+  outer: number,
+  inner: number,
+  offsets: readonly number[],
+  pitches: readonly number[],
+) => boolean;
 
 /**
  * The most bytes of operands and result one call copies into the module's memory, which never
@@ -127,7 +139,7 @@ function check(tree: Node, leaves: readonly NDArray[], literals: readonly (numbe
     return kids.length === 1 && (to === "f32" || to === "bf16" || to === "f16") ? to : null;
   }
   if (BINARY[n] && kids.length === 2 && kids[1] === first) return first;
-  if (kids.length === 1 && (UNARY[n] || scriptUnary(n, first) !== null)) return first;
+  if (kids.length === 1 && (UNARY[n] || MATH[n] || scriptUnary(n, first) !== null)) return first;
   return null;
 }
 
@@ -181,7 +193,7 @@ function splitStages(
     if (n.kind !== "op") return n;
     const children = n.children.map(rewrite);
     const name = opName(n);
-    if (children.length !== 1 || UNARY[name] || name === "convert") return { ...n, children };
+    if (children.length !== 1 || UNARY[name] || MATH[name] || name === "convert") return { ...n, children };
     const operand = children[0] as Node;
     const type = typeOf(operand);
     const perRow = level(operand) <= 1;
@@ -205,6 +217,23 @@ function widenInto(data: Uint16Array, n: number, type: Narrow, at: number): void
   else for (let i = 0; i < n; i++) bits[o + i] = F16_AS_F32_BITS[data[i] as number] as number;
 }
 
+/** `outer` rows of `inner` elements, row i at off + i * pitch of `data`, to byte `at` of the memory. */
+function copyRows(
+  data: Float32Array | Uint16Array,
+  off: number,
+  pitch: number,
+  outer: number,
+  inner: number,
+  at: number,
+) {
+  const view = data instanceof Float32Array ? f32 : u16;
+  const o = data instanceof Float32Array ? at >> 2 : at >> 1;
+  for (let i = 0; i < outer; i++) {
+    const from = off + i * pitch;
+    view.set(data.subarray(from, from + inner), o + i * inner);
+  }
+}
+
 /** Bytes of a leaf's run in memory: "d" the output's count, "r" a row, "c" a column, "s" one. */
 function leafElements(c: LeafClass, outer: number, inner: number): number {
   return c === "d" ? outer * inner : c === "r" ? inner : c === "c" ? outer : 1;
@@ -220,14 +249,16 @@ export function generateSimd(
   layout: Layout | null,
   literals: readonly (number | null)[],
 ): { loop: SimdLoop; outType: ElemType } | null {
-  // Rows of a slice read in place ("g", at an offset and pitch of their own) keep the loop.
-  if (disabled || layout === null || layout.classes.includes("g")) return null;
+  if (disabled || layout === null) return null;
   const outType = check(tree, leaves, literals);
   if (outType === null || tree.kind !== "op") return null;
   const mem = sharedMemory();
   if (mem === null) return null;
   const count = leaves.length;
-  const classes = [...layout.classes];
+  // Rows of a slice ("g": an offset and a row pitch of their own, an LSTM's gates cut from one
+  // GEMM result) are copied in row by row, so the module reads them like the output.
+  const sliced = layout.classes.map((c) => c === "g");
+  const classes = layout.classes.map((c): LeafClass => (c === "g" ? "d" : c));
   const valueTypes = leaves.map((l) => l.type as Narrow);
   const { root, stages } = splitStages(tree, count, classes, valueTypes);
   const total = count + stages.length;
@@ -246,7 +277,7 @@ export function generateSimd(
   const sizes = loadTypes.map((t) => SIZE[t]);
   const outSize = SIZE[outType];
   const args: number[] = new Array(3 + total).fill(0);
-  const loop: SimdLoop = (ls, out, outer, inner) => {
+  const loop: SimdLoop = (ls, out, outer, inner, offsets, pitches) => {
     if (outer * inner === 0) return true;
     // Each run 16-byte aligned with a vector of slack after it.
     let at = 0;
@@ -263,7 +294,8 @@ export function generateSimd(
       if (literals[k] !== null && literals[k] !== undefined) continue;
       const d = (ls[k] as NDArray).data as Float32Array | Uint16Array;
       const n = leafElements(classes[k] as LeafClass, outer, inner);
-      if (d instanceof Uint16Array && loadTypes[k] === "f32")
+      if (sliced[k]) copyRows(d, offsets[k] as number, pitches[k] as number, outer, inner, args[2 + k] as number);
+      else if (d instanceof Uint16Array && loadTypes[k] === "f32")
         widenInto(d, n, valueTypes[k] as Narrow, args[2 + k] as number);
       else {
         // Runs start 16-byte aligned, so an element index in the view of the leaf's own size.

@@ -273,7 +273,7 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
     if (compiled === null || p.take === null) return fallback(members, leafSlots, leaves, frame);
     const out = p.take(frame.ctx.arena, p.count);
     const layout = p.layout;
-    if (p.simd !== null && layout !== null && p.simd(leaves, out, layout.outer, layout.inner))
+    if (p.simd !== null && layout !== null && p.simd(leaves, out, layout.outer, layout.inner, p.offsets, p.pitches))
       return [{ type: compiled.outType, shape: [...p.outShape], data: out }];
     compiled.loop(
       leaves,
