@@ -17,8 +17,15 @@
  * (the same requests to a bare Bun.serve answering the same bytes, in a process of its own).
  *
  * Fairness: the light model (MLP) at --light-rate alone, then with the other model flooding at
- * 10x that rate, under fifo and under fair; the ratio is the light model's p99 with the flood
- * over its solo p99 (goal <= 2x under fair).
+ * --flood-factor times that rate (default 10), under fifo and under fair; the ratio is the light
+ * model's p99 with the flood over its solo p99 (goal <= 2x under fair). --flood-queue-depth and
+ * --flood-max-batch set the flooding model's scheduler.models entry (queueDepth: how many of its
+ * requests wait before the rest are refused with 429 before their bodies are read; maxBatchSize:
+ * the rows of one of its executions, which bounds how long a light request can wait behind one
+ * on a device that cannot be preempted), through a configuration file given to the worker.
+ * --image runs a synthetic bundle of ResNet-50's input (f32[1,224,224,3], 602 KB a request) whose
+ * compute is a slice (tests/e2e/image-bundle.ts) as the ResNet-class model: what is measured is
+ * then the host's path for such a request.
  *
  *   bun bench/offered-load.bench.ts [--engine reactant|pjrt] [--plugin P] [--models DIR]
  *     [--resnet DIR] [--duration-s 3] [--clients 32] [--light-rate 50] [--only mlp,resnet,fairness]
@@ -35,8 +42,9 @@
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { intFlag, parseFlags } from "./lib/args.ts";
+import { writeImageBundle } from "../tests/e2e/image-bundle.ts";
 import { BenchResult } from "./lib/results.ts";
 import { type LoopPoint, inferSender, openLoop as runOpenLoop } from "./lib/open-loop.ts";
 import { type StartedWorkerProcess, startWorkerProcess } from "./lib/worker.ts";
@@ -53,7 +61,8 @@ import { type XlaCpuCeiling, xlaCpuCeiling } from "./lib/xla-cpu-ceiling.ts";
 
 const USAGE = `bun bench/offered-load.bench.ts [--engine reactant|pjrt] [--plugin P] [--models DIR] [--resnet DIR]
   [--duration-s 3] [--clients 32] [--light-rate 50] [--only mlp,resnet,fairness] [--wire json|binary]
-  [--xla-models DIR] [--results-dir DIR]`;
+  [--xla-models DIR] [--results-dir DIR] [--image] [--flood-factor 10] [--flood-queue-depth N]
+  [--flood-max-batch N]`;
 const { values } = parseFlags(USAGE, {
   engine: { type: "string", default: "reactant" },
   plugin: { type: "string" },
@@ -66,6 +75,10 @@ const { values } = parseFlags(USAGE, {
   wire: { type: "string", default: "json" },
   "xla-models": { type: "string" },
   "results-dir": { type: "string" },
+  image: { type: "boolean" },
+  "flood-factor": { type: "string", default: "10" },
+  "flood-queue-depth": { type: "string" },
+  "flood-max-batch": { type: "string" },
 });
 const engine = values.engine === "pjrt" ? "pjrt" : "reactant";
 if (values.wire !== "json" && values.wire !== "binary") throw new Error(`--wire: json or binary, not ${values.wire}`);
@@ -74,6 +87,11 @@ const plugin = typeof values.plugin === "string" ? values.plugin : undefined;
 const durationMs = Number(values["duration-s"]) * 1000;
 const clients = intFlag(values.clients, 32, "clients");
 const lightRate = intFlag(values["light-rate"], 50, "light-rate");
+const floodFactor = intFlag(values["flood-factor"], 10, "flood-factor");
+const floodQueueDepth =
+  values["flood-queue-depth"] === undefined ? undefined : intFlag(values["flood-queue-depth"], 0, "flood-queue-depth");
+const floodMaxBatch =
+  values["flood-max-batch"] === undefined ? undefined : intFlag(values["flood-max-batch"], 0, "flood-max-batch");
 const examples = resolve(
   typeof values.models === "string" ? values.models : resolve(import.meta.dir, "../examples/models"),
 );
@@ -84,6 +102,11 @@ result.figure("engine", engine);
 result.figure("durationMs", durationMs);
 result.figure("closedLoopClients", clients);
 result.figure("wire", binaryWire ? "binary" : "json");
+result.figure("flood", {
+  factor: floodFactor,
+  queueDepth: floodQueueDepth ?? null,
+  maxBatchSize: floodMaxBatch ?? null,
+});
 
 const xlaModels = typeof values["xla-models"] === "string" ? resolve(values["xla-models"]) : null;
 
@@ -152,17 +175,38 @@ function repository(targets: readonly Target[]): { path: string; state: string }
   return { path, state: join(scratch, "state") };
 }
 
-async function startWith(targets: readonly Target[], env: Record<string, string>, coalesce: boolean) {
+async function startWith(
+  targets: readonly Target[],
+  env: Record<string, string>,
+  coalesce: boolean,
+  config?: Record<string, unknown>,
+) {
   const repo = repository(targets);
+  const configArgs: string[] = [];
+  if (config) {
+    const file = join(scratch, `config-${configs++}.json`);
+    writeFileSync(file, JSON.stringify(config));
+    configArgs.push("--config", file);
+  }
   const w = await startWorkerProcess({
     repository: repo.path,
     stateDir: repo.state,
     engine,
     plugin,
-    extraArgs: coalesce ? ["--dynamic-batching"] : [],
+    extraArgs: [...(coalesce ? ["--dynamic-batching"] : []), ...configArgs],
     env: { XLASERVE_LOG_LEVEL: "warn", ...env },
   });
   return { w, stop: () => w.stop() };
+}
+
+let configs = 0;
+
+/** The flooding model's scheduler.models entry from the --flood-* flags, or undefined when none is set. */
+function floodConfig(heavy: Target): Record<string, unknown> | undefined {
+  const entry: Record<string, number> = {};
+  if (floodQueueDepth !== undefined) entry.queueDepth = floodQueueDepth;
+  if (floodMaxBatch !== undefined) entry.maxBatchSize = floodMaxBatch;
+  return Object.keys(entry).length === 0 ? undefined : { scheduler: { models: { [heavy.name]: entry } } };
 }
 
 /** An infer request's bytes and the headers they need. */
@@ -387,25 +431,30 @@ async function fairness(light: Target, heavy: Target): Promise<void> {
   const flooded: Record<string, number> = {};
   for (const discipline of ["fifo", "fair"]) {
     await result.step(`fairness ${discipline}`, async () => {
-      const { w, stop } = await startWith([light, heavy], { XLASERVE_SCHEDULER__DISCIPLINE: discipline }, true);
+      const { w, stop } = await startWith(
+        [light, heavy],
+        { XLASERVE_SCHEDULER__DISCIPLINE: discipline },
+        true,
+        floodConfig(heavy),
+      );
       try {
         // Warm-up: past the requests after which the worker times a model's programs for inline
         // runs (INLINE_AFTER_REQUESTS), as a model in steady traffic is, then at the rates measured.
         for (const t of [light, heavy]) await closedLoop(w, t, 8, 1500);
         await Bun.sleep(300);
         await openLoop(w, light, lightRate, 1000);
-        await openLoop(w, heavy, lightRate * 10, 1000);
+        await openLoop(w, heavy, lightRate * floodFactor, 1000);
         const alone = await openLoop(w, light, lightRate);
         // The flood from a process of its own: sent from this one, its large bodies would hold up
         // the light model's sends and answers here, and that wait would count as the worker's.
         const [withFlood, flood] = await Promise.all([
           openLoop(w, light, lightRate),
-          openLoopInChild(w, heavy, lightRate * 10),
+          openLoopInChild(w, heavy, lightRate * floodFactor),
         ]);
         solo[discipline] = alone.p99Ms;
         flooded[discipline] = withFlood.p99Ms;
         console.log(
-          `  ${discipline}: light p99 alone ${alone.p99Ms} ms, with a 10x flood ${withFlood.p99Ms} ms (flood ${flood.achieved}/s of ${flood.offered}/s)`,
+          `  ${discipline}: light p99 alone ${alone.p99Ms} ms, with a ${floodFactor}x flood ${withFlood.p99Ms} ms (flood ${flood.achieved}/s of ${flood.offered}/s, ${flood.failed} refused or failed)`,
         );
         result.figure(`fairness.${discipline}`, { alone, withFlood, flood });
       } finally {
@@ -416,11 +465,18 @@ async function fairness(light: Target, heavy: Target): Promise<void> {
   for (const d of ["fifo", "fair"]) {
     result.ratio(
       `fairness.${d}.lightP99FloodedOverSolo`,
-      { label: `${light.name} p99 with ${heavy.name} at 10x, ms`, value: flooded[d] ?? null },
+      { label: `${light.name} p99 with ${heavy.name} at ${floodFactor}x, ms`, value: flooded[d] ?? null },
       { label: `${light.name} p99 alone, ms`, value: solo[d] ?? null },
       d === "fair" ? "<=2" : undefined,
     );
   }
+}
+
+/** The synthetic image bundle (tests/e2e/image-bundle.ts), written into this run's scratch folder. */
+async function imageTarget(): Promise<Target> {
+  const dir = join(scratch, "bundles", "image");
+  writeImageBundle(dir, "image");
+  return targetOf(dir, "image");
 }
 
 let backend: Awaited<ReturnType<typeof createBenchBackend>> | null = null;
@@ -430,9 +486,10 @@ async function benchBackend() {
 }
 
 const mlp = await targetOf(join(examples, "mlp"), "mlp");
-const resnetClass =
-  typeof values.resnet === "string"
-    ? await targetOf(resolve(values.resnet), "resnet50")
+const resnetClass = values.image
+  ? await imageTarget()
+  : typeof values.resnet === "string"
+    ? await targetOf(resolve(values.resnet), basename(resolve(values.resnet)))
     : await targetOf(join(examples, "cnn"), "cnn");
 result.figure("resnetClassModel", resnetClass.name);
 const parts = typeof values.only === "string" ? values.only.split(",") : ["mlp", "resnet", "fairness"];

@@ -1,5 +1,5 @@
 import type { HostTensor, Logger } from "@xlaserve/core";
-import { XlaserveError, asXlaserveError, noteMovable } from "@xlaserve/core";
+import { XlaserveError, asXlaserveError, isXlaserveError, noteMovable } from "@xlaserve/core";
 import type { CancelFlag, ModelRegistryView, ServedModel } from "../contract.ts";
 import { findModel } from "../metadata/service.ts";
 import { CLIENT_CLOSED, HttpError, clientClosed, errorResponse, statusForCode } from "../http-error.ts";
@@ -102,6 +102,7 @@ export class InferService {
     let status: string;
     let failure: string | undefined;
     let abandoned = false;
+    let shed = false;
     try {
       call.parse?.();
       const model = findModel(this.options.registry, call.modelName, call.version);
@@ -132,6 +133,7 @@ export class InferService {
       const cause = causeOf(error, call);
       failure = messageOf(cause);
       abandoned = cause instanceof HttpError && cause.status === CLIENT_CLOSED;
+      shed = isXlaserveError(cause) && cause.code === "QUEUE_FULL";
       ({ answer, status } = call.fail(cause));
     }
     const seconds = (performance.now() - start) / 1000;
@@ -145,6 +147,19 @@ export class InferService {
         ms: round(seconds * 1000),
         id: context.id,
       });
+    } else if (shed) {
+      // Refused under overload: counted by the metrics (status 429). A warn line for each would be
+      // the costliest thing done for a request refused so that the HTTP thread stays free, at
+      // thousands a second, and would bury every other line of the log.
+      if (logger.level === "debug") {
+        logger.debug("infer refused: queue full", {
+          model: call.modelName,
+          version: call.version,
+          protocol: call.protocol,
+          id: context.id,
+          error: failure,
+        });
+      }
     } else if (failure !== undefined) {
       logger.warn("infer failed", {
         model: call.modelName,
