@@ -21,6 +21,7 @@ import { transpose } from "./layout.ts";
 import { middleSplit, reduceFloatMiddle } from "./reduce-middle.ts";
 import { reduceFloatRows } from "./reduce-rows.ts";
 import { reduceHalfRows } from "./reduce-half.ts";
+import { type ArgReduce, argReduceRows } from "./reduce-argmax.ts";
 
 /**
  * stablehlo.reduce for one op of a plan. Elements are combined in index order (as XLA's CPU
@@ -33,6 +34,7 @@ import { reduceHalfRows } from "./reduce-half.ts";
  */
 export function reduceFor(
   dims: number[],
+  arg: ArgReduce | null = null,
 ): (inputs: NDArray[], inits: NDArray[], region: RegionInfo, alloc: DataAlloc) => NDArray[] {
   let last: ReduceLayout | null = null;
   return (inputs, inits, region, alloc) => {
@@ -41,6 +43,10 @@ export function reduceFor(
     if (layout === null || !sameShape(layout.shape, shape)) {
       layout = layoutFor(shape, dims);
       last = layout;
+    }
+    if (arg !== null) {
+      const pair = argReduce(arg, inputs, inits, layout, alloc);
+      if (pair !== null) return pair;
     }
     return reduceWith(inputs, inits, dims, region, layout, alloc);
   };
@@ -66,6 +72,44 @@ function layoutFor(shape: readonly number[], dims: number[]): ReduceLayout {
     rowsPerm: rowsPerm.every((p, i) => p === i) ? null : rowsPerm,
     middle: middleSplit(shape, dims),
   };
+}
+
+/** An arg-max / arg-min reduce (reduce-argmax.ts) on f32 values and i32 indices; null for other operands. */
+function argReduce(
+  kind: ArgReduce,
+  inputs: NDArray[],
+  inits: NDArray[],
+  layout: ReduceLayout,
+  alloc: DataAlloc,
+): NDArray[] | null {
+  const [values, indices] = inputs;
+  const [init, initIndex] = inits;
+  if (!values || !indices || !init || !initIndex || inputs.length !== 2) return null;
+  if (!(values.data instanceof Float32Array && indices.data instanceof Int32Array)) return null;
+  if (values.type !== "f32" || indices.type !== "i32" || !sameShape(values.shape, indices.shape)) return null;
+  const outShape = [...layout.outShape];
+  const K = elementCount(outShape);
+  const R = K === 0 ? 0 : elementCount(values.shape) / K;
+  const v = layout.rowsPerm === null ? values : transpose(values, layout.rowsPerm); // [K, R]
+  const i = layout.rowsPerm === null ? indices : transpose(indices, layout.rowsPerm);
+  const outValues = alloc("f32", K) as Float32Array;
+  const outIndices = alloc("i32", K) as Int32Array;
+  const start = init.data[0] as number;
+  argReduceRows(
+    kind,
+    v.data as Float32Array,
+    i.data as Int32Array,
+    K,
+    R,
+    start,
+    initIndex.data[0] as number,
+    outValues,
+    outIndices,
+  );
+  return [
+    { type: "f32", shape: outShape, data: outValues },
+    { type: "i32", shape: [...outShape], data: outIndices },
+  ];
 }
 
 function reduceWith(

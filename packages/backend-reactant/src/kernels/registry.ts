@@ -38,6 +38,7 @@ import { checkKernel } from "./check-ops.ts";
 import { dynamicSliceKernel, dynamicUpdateSliceKernel } from "./dynamic-slices.ts";
 import * as layout from "./layout.ts";
 import { reduceFor } from "./reduce.ts";
+import { argReduceKind } from "./reduce-argmax.ts";
 import { regionInfoFor } from "./region.ts";
 import { rngBitGenerator } from "./rng.ts";
 import { mulhi } from "./mulhi.ts";
@@ -214,7 +215,7 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       const region = op.regions[0];
       if (!block || !region) throw new XlaserveError("MODULE_INVALID", "stablehlo.reduce needs a body region");
       const body = regionInfoFor(block, region);
-      const run = reduceFor(dims);
+      const run = reduceFor(dims, argReduceKind(region));
       const alloc = pooledOutputs();
       return (args, frame) => {
         const n = args.length / 2;
