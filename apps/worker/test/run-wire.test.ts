@@ -9,6 +9,7 @@ import {
   isRunReplies,
   OUT_OF_LINE_MIN_BYTES,
 } from "../src/engine-thread/run-wire.ts";
+import { joinRowsLater } from "../src/model/joined-rows.ts";
 
 /** A tensor of every dtype with distinct bytes, including odd byte lengths. */
 function sample(dtype: (typeof DTYPES)[number], shape: number[]): HostTensor {
@@ -114,5 +115,43 @@ describe("the packed run messages", () => {
     expect(a?.[n - 1]).toBe(n);
     expect(b?.[n - 1]).toBe(n + 4);
     expect(a?.buffer).toBe(moved.buffer);
+  });
+
+  test("a coalesced input's rows travel as their requests' buffers and are joined, zero-padded, on reading", () => {
+    const n = OUT_OF_LINE_MIN_BYTES / 4;
+    // Each request's floats in a movable buffer of its own, as the REST decoder leaves them.
+    const request = (seed: number): HostTensor => {
+      const floats = new Float32Array(n).map((_, i) => seed * 1000 + i);
+      noteMovable(floats.buffer);
+      return { dtype: "f32", shape: [1, n], data: floats };
+    };
+    const parts = [request(1), request(2)];
+    const joined = joinRowsLater(parts, 4);
+    expect(joined.shape).toEqual([4, n]);
+    const buffers = parts.map((p) => p.data.buffer);
+    const batch = encodeRunCalls([{ id: 1, handle: 1, resident: [], inputs: [joined] }]);
+    expect(batch.movedBytes).toBe(2 * n * 4);
+    expect(batch.copiedBytes).toBe(0);
+    for (const b of buffers) expect(batch.transfer).toContain(b as ArrayBuffer);
+    const data = decodeRunCalls(batch.message)[0]?.inputs[0]?.data as Float32Array;
+    expect(data.length).toBe(4 * n);
+    expect([data[0], data[n - 1], data[n], data[2 * n - 1]]).toEqual([1000, 1000 + n - 1, 2000, 2000 + n - 1]);
+    expect(data.subarray(2 * n).every((v) => v === 0)).toBe(true);
+  });
+
+  test("a coalesced input whose parts cannot all move is joined before it leaves, the same bytes", () => {
+    const n = OUT_OF_LINE_MIN_BYTES / 4;
+    const parts: HostTensor[] = [1, 2].map((seed) => ({
+      dtype: "f32",
+      shape: [1, n],
+      data: new Float32Array(n).map((_, i) => seed * 1000 + i),
+    }));
+    noteMovable((parts[0] as HostTensor).data.buffer);
+    const batch = encodeRunCalls([{ id: 1, handle: 1, resident: [], inputs: [joinRowsLater(parts, 2)] }]);
+    // Joined here into one buffer of the execution's own, which then moves.
+    expect(batch.movedBytes).toBe(2 * n * 4);
+    expect(batch.transfer).not.toContain((parts[1] as HostTensor).data.buffer as ArrayBuffer);
+    const data = decodeRunCalls(batch.message)[0]?.inputs[0]?.data as Float32Array;
+    expect([data[0], data[n], data[2 * n - 1]]).toEqual([1000, 2000, 2000 + n - 1]);
   });
 });

@@ -23,17 +23,27 @@
  *              maps the same file and reads them in place, so a shared-memory input is never
  *              copied on its way to the engine)
  *            | (dtypeIndex | OUT_OF_LINE) rank dim[rank] byteLength pad part offset (f64)
+ *            | (dtypeIndex | ROWS) rank dim[rank] byteLength pad n pad (part byteLength offset (f64))[n]
+ *              (a coalesced input, joinRowsLater: its requests' parts, joined along axis 0 and
+ *              zero-padded to dim[0] rows on the engine thread, not on the HTTP thread)
  *   replies := MAGIC_REPLY count inUse peak limit (f64 each; limit -1 when null) reply*
  */
+import { type HostTensor, type MemoryStats, isMovable } from "@xlaserve/core";
+import { rowPartsOf } from "../model/joined-rows.ts";
 import {
-  DTYPES,
-  type HostTensor,
-  type MemoryStats,
-  bytesAsTyped,
-  isMovable,
-  mappedFileOf,
-  viewTyped,
-} from "@xlaserve/core";
+  OUT_OF_LINE_MIN_BYTES,
+  type OpenMapped,
+  type Placed,
+  Reader,
+  Writer,
+  align8,
+  inFile,
+  tensorSize,
+  utf8Decoder,
+  utf8Encoder,
+} from "./tensor-codec.ts";
+
+export { IN_FILE_MIN_BYTES, OUT_OF_LINE_MIN_BYTES, type OpenMapped } from "./tensor-codec.ts";
 
 const MAGIC_CALLS = 0x52554e31; // "RUN1"
 const MAGIC_REPLIES = 0x52455031; // "REP1"
@@ -53,26 +63,6 @@ export interface RunCall {
   readonly resident: readonly number[];
 }
 
-export interface WireError {
-  readonly code: string;
-  readonly message: string;
-  readonly details: Record<string, unknown>;
-}
-
-export type RunReply =
-  | { readonly id: number; readonly ok: true; readonly outputs: readonly HostTensor[] }
-  | { readonly id: number; readonly ok: false; readonly error: WireError };
-
-const DTYPE_INDEX = new Map<string, number>(DTYPES.map((d, i) => [d, i]));
-/** Set in a tensor's dtype word when its bytes stay in a mapped file. */
-const IN_FILE = 0x100;
-/** Below this a tensor's bytes are cheaper to copy than a file mapping is to look up. */
-export const IN_FILE_MIN_BYTES = 64 * 1024;
-/** Set in a tensor's dtype word when its bytes are in one of the message's parts. */
-const OUT_OF_LINE = 0x200;
-/** From this size a tensor's bytes travel in a part of their own (transferred, or copied once). */
-export const OUT_OF_LINE_MIN_BYTES = 64 * 1024;
-
 /** A run batch as posted: the message and its transfer list; how many bytes moved and were copied. */
 export interface PackedRunCalls {
   readonly message: ArrayBuffer | ArrayBuffer[];
@@ -83,147 +73,15 @@ export interface PackedRunCalls {
   readonly copiedBytes: number;
 }
 
-/** Where a tensor's bytes go: a mapped file, a part of the message, or inline (undefined). */
-type Placed =
-  | { readonly path: Uint8Array; readonly offset: number }
-  | { readonly part: number; readonly offset: number };
-
-/**
- * Maps `byteLength` bytes at `offset` of the file at `path` for reading in place (the engine
- * thread's side of IN_FILE tensors).
- */
-export type OpenMapped = (path: string, offset: number, byteLength: number) => Uint8Array;
-
-/** Where a call's input lives in a mapped file, when it is large enough to be sent that way. */
-function inFile(t: HostTensor): { path: Uint8Array; offset: number } | undefined {
-  if (t.data.byteLength < IN_FILE_MIN_BYTES) return undefined;
-  const at = mappedFileOf(t.data);
-  return at && { path: utf8Encoder.encode(at.path), offset: at.offset };
-}
-const utf8Encoder = new TextEncoder();
-const utf8Decoder = new TextDecoder();
-
-const align8 = (n: number) => (n + 7) & ~7;
-
-function tensorSize(t: HostTensor, placed?: Placed): number {
-  const head = align8(8 + 8 * t.shape.length) + 8;
-  if (!placed) return head + align8(t.data.byteLength);
-  return "path" in placed ? head + 8 + 8 + align8(placed.path.byteLength) : head + 8 + 8;
+export interface WireError {
+  readonly code: string;
+  readonly message: string;
+  readonly details: Record<string, unknown>;
 }
 
-/** Writes words, f64s and byte runs at a moving offset. */
-class Writer {
-  readonly view: DataView;
-  readonly bytes: Uint8Array;
-  at = 0;
-  constructor(readonly buffer: ArrayBuffer) {
-    this.view = new DataView(buffer);
-    this.bytes = new Uint8Array(buffer);
-  }
-  u32(v: number): void {
-    this.view.setUint32(this.at, v, true);
-    this.at += 4;
-  }
-  f64(v: number): void {
-    this.at = align8(this.at);
-    this.view.setFloat64(this.at, v, true);
-    this.at += 8;
-  }
-  tensor(t: HostTensor, placed?: Placed): void {
-    const index = DTYPE_INDEX.get(t.dtype);
-    if (index === undefined) throw new Error(`no wire code for dtype ${t.dtype}`);
-    this.u32(placed ? index | ("path" in placed ? IN_FILE : OUT_OF_LINE) : index);
-    this.u32(t.shape.length);
-    for (const d of t.shape) this.f64(d);
-    this.at = align8(this.at);
-    this.u32(t.data.byteLength);
-    this.u32(0);
-    if (placed && "path" in placed) {
-      this.f64(placed.offset);
-      this.raw(placed.path);
-      return;
-    }
-    if (placed) {
-      this.u32(placed.part);
-      this.u32(0);
-      this.f64(placed.offset);
-      return;
-    }
-    const d = t.data;
-    this.bytes.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), this.at);
-    this.at = align8(this.at + d.byteLength);
-  }
-  raw(bytes: Uint8Array): void {
-    this.u32(bytes.byteLength);
-    this.bytes.set(bytes, this.at);
-    this.at = align8(this.at + bytes.byteLength);
-  }
-}
-
-class Reader {
-  readonly view: DataView;
-  at = 0;
-  /** Why an IN_FILE tensor could not be opened (its call fails; the rest of the batch goes on). */
-  failure: unknown = undefined;
-  constructor(
-    readonly buffer: ArrayBuffer,
-    private readonly openMapped?: OpenMapped,
-    private readonly parts: readonly ArrayBuffer[] = [],
-  ) {
-    this.view = new DataView(buffer);
-  }
-  u32(): number {
-    const v = this.view.getUint32(this.at, true);
-    this.at += 4;
-    return v;
-  }
-  f64(): number {
-    this.at = align8(this.at);
-    const v = this.view.getFloat64(this.at, true);
-    this.at += 8;
-    return v;
-  }
-  tensor(): HostTensor {
-    const code = this.u32();
-    const dtype = DTYPES[code & ~(IN_FILE | OUT_OF_LINE)];
-    if (dtype === undefined) throw new Error("engine wire: unknown dtype code");
-    const rank = this.u32();
-    const shape: number[] = [];
-    for (let i = 0; i < rank; i++) shape.push(this.f64());
-    this.at = align8(this.at);
-    const byteLength = this.u32();
-    this.u32();
-    const elements = shape.reduce((a, b) => a * b, 1);
-    if (code & OUT_OF_LINE) {
-      const part = this.parts[this.u32()];
-      this.u32();
-      const offset = this.f64();
-      if (!part || offset + byteLength > part.byteLength) throw new Error("engine wire: an input past its part");
-      // A view where the bytes are aligned for the dtype (always, from the request path); else a copy.
-      return { dtype, shape, data: bytesAsTyped(dtype, new Uint8Array(part, offset, byteLength)) };
-    }
-    if (code & IN_FILE) {
-      const offset = this.f64();
-      const path = utf8Decoder.decode(this.raw());
-      try {
-        if (!this.openMapped) throw new Error("engine wire: a tensor in a mapped file where none can be opened");
-        return { dtype, shape, data: bytesAsTyped(dtype, this.openMapped(path, offset, byteLength)) };
-      } catch (error) {
-        this.failure ??= error;
-        return { dtype, shape, data: viewTyped(dtype, new ArrayBuffer(0), 0, 0) };
-      }
-    }
-    const data = viewTyped(dtype, this.buffer, this.at, byteLength === 0 ? 0 : elements);
-    this.at = align8(this.at + byteLength);
-    return { dtype, shape, data };
-  }
-  raw(): Uint8Array {
-    const n = this.u32();
-    const out = new Uint8Array(this.buffer, this.at, n);
-    this.at = align8(this.at + n);
-    return out;
-  }
-}
+export type RunReply =
+  | { readonly id: number; readonly ok: true; readonly outputs: readonly HostTensor[] }
+  | { readonly id: number; readonly ok: false; readonly error: WireError };
 
 export function encodeRunCalls(calls: readonly RunCall[]): PackedRunCalls {
   let size = 8;
@@ -232,21 +90,33 @@ export function encodeRunCalls(calls: readonly RunCall[]): PackedRunCalls {
   const partOf = new Map<ArrayBuffer, number>();
   let movedBytes = 0;
   let copiedBytes = 0;
+  const partFor = (buffer: ArrayBuffer): number => {
+    let part = partOf.get(buffer);
+    if (part === undefined) {
+      part = parts.push(buffer) - 1;
+      partOf.set(buffer, part);
+    }
+    return part;
+  };
   for (const c of calls) {
     size = align8(size + 16 + 4 * c.resident.length);
     for (const t of c.inputs) {
+      const joined = rowsToMove(t);
+      if (joined) {
+        const rows = joined.map((p) => {
+          movedBytes += p.byteLength;
+          return { part: partFor(p.buffer as ArrayBuffer), offset: p.byteOffset, byteLength: p.byteLength };
+        });
+        placed.set(t, { rows });
+        size += tensorSize(t, { rows });
+        continue;
+      }
       const d = t.data;
       const file = inFile(t);
       if (file) placed.set(t, file);
       else if (d.byteLength >= OUT_OF_LINE_MIN_BYTES) {
         if (isMovable(d)) {
-          const buffer = d.buffer as ArrayBuffer;
-          let part = partOf.get(buffer);
-          if (part === undefined) {
-            part = parts.push(buffer) - 1;
-            partOf.set(buffer, part);
-          }
-          placed.set(t, { part, offset: d.byteOffset });
+          placed.set(t, { part: partFor(d.buffer as ArrayBuffer), offset: d.byteOffset });
           movedBytes += d.byteLength;
         } else {
           // slice: one copy into a fresh buffer, no zero-fill first.
@@ -273,6 +143,17 @@ export function encodeRunCalls(calls: readonly RunCall[]): PackedRunCalls {
   const packed = w.buffer;
   const transfer = packed.byteLength >= 64 * 1024 ? [packed, ...parts] : parts;
   return { message: parts.length > 0 ? [packed, ...parts] : packed, transfer, movedBytes, copiedBytes };
+}
+
+/**
+ * A joined input's parts, when every one can be transferred and is worth a part of its own (each
+ * a request's input of OUT_OF_LINE_MIN_BYTES or more); else null, and the input is joined here.
+ */
+function rowsToMove(t: HostTensor): HostTensor["data"][] | null {
+  const rows = rowPartsOf(t);
+  if (!rows) return null;
+  const data = rows.parts.map((p) => p.data);
+  return data.every((d) => d.byteLength >= OUT_OF_LINE_MIN_BYTES && isMovable(d)) ? data : null;
 }
 
 export function isRunCalls(data: unknown): data is ArrayBuffer | ArrayBuffer[] {

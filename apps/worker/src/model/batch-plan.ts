@@ -1,6 +1,7 @@
 import type { HostTensor } from "@xlaserve/core";
 import { XlaserveError, noteMovable } from "@xlaserve/core";
 import { chooseBatchSize, concatAxis, padAxis, sliceRange } from "./batch-rows.ts";
+import { joinRowsLater } from "./joined-rows.ts";
 import type { ModelPrograms } from "./model-programs.ts";
 import type { LoadedProgram } from "./program-types.ts";
 
@@ -56,6 +57,9 @@ export function planBatch(
       });
       if (spec.batchAxis === null || total === null) return parts[0] as HostTensor;
       const one = parts.length === 1 ? (parts[0] as HostTensor) : null;
+      if (one && one.shape[spec.batchAxis] === chosen) return one;
+      // Along the leading axis the rows are joined where the inputs are read (joined-rows.ts).
+      if (spec.batchAxis === 0) return joinRowsLater(parts, chosen);
       const joined = one ? padAxis(one, spec.batchAxis, chosen) : concatAxis(parts, spec.batchAxis, chosen);
       // Allocated for this execution alone: the engine thread may take it without a copy.
       if (joined !== one) noteMovable(joined.data.buffer);
