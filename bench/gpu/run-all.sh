@@ -375,6 +375,15 @@ for phase in "${ordered[@]}"; do
         run_step scheduler-pjrt 300 bun bench/offered-load.bench.ts --engine pjrt --plugin "$XLASERVE_PJRT_PLUGIN" \
           --models "$WORK/models" --resnet "$WORK/models/resnet50" --clients 64 --light-rate 200 --duration-s 2 \
           --wire binary --results-dir "$RES"
+        # The same flood with the flooding model's queue and batch bounded (what an operator sets
+        # so one flood batch cannot hold the device long), and the host path alone: a synthetic
+        # ResNet-shaped bundle whose compute is one slice.
+        run_step scheduler-pjrt-fair-bounded 150 bun bench/offered-load.bench.ts --engine pjrt \
+          --plugin "$XLASERVE_PJRT_PLUGIN" --models "$WORK/models" --resnet "$WORK/models/resnet50" --clients 64 \
+          --light-rate 200 --duration-s 2 --wire binary --only fairness --flood-factor 10 --flood-queue-depth 8 \
+          --flood-max-batch 8 --results-dir "$RES"
+        run_step scheduler-pjrt-image 150 bun bench/offered-load.bench.ts --engine pjrt --plugin "$XLASERVE_PJRT_PLUGIN" \
+          --models "$WORK/models" --image --clients 64 --duration-s 2 --wire binary --only resnet --results-dir "$RES"
       else
         echo "scheduler: PJRT skipped: no PJRT plugin (XLASERVE_PJRT_PLUGIN) or no exported ResNet-50 in $WORK/models"
         echo "{\"step\":\"scheduler-pjrt\",\"skipped\":true,\"reason\":\"no PJRT plugin or no exported resnet50\"}" >>"$STEPS"
@@ -382,6 +391,7 @@ for phase in "${ordered[@]}"; do
       # With the host's JAX exports of the same examples: XLA CPU's own coalescing ceiling beside
       # the engine's (whether any scheduler could reach 3x on that program on a CPU).
       xla=(); [ -d "$WORK/models" ] && xla=(--xla-models "$WORK/models")
+      [ "${SCHEDULER_CPU:-1}" = 0 ] && { echo "scheduler: CPU engine part skipped (SCHEDULER_CPU=0)"; continue; }
       run_step scheduler-cpu 360 bun bench/offered-load.bench.ts --engine reactant --clients 64 --light-rate 40 \
         --duration-s 2 "${xla[@]}" --results-dir "$RES"
       ;;
