@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A Python environment with JAX 0.10.2 (the CPU build), flax and safetensors for the tests that
+// A Python environment with JAX 0.10.2 (the CPU build), flax, safetensors and flatbuffers for the tests that
 // export bundles with tools/export_jax_bundle.py (tests/e2e/portable-bundles.test.ts), in
 // .state/python-jax. A python3 that already imports them is used as it is; otherwise pip installs
 // them into the environment. Debian packages no JAX, so a machine without a package index is told
@@ -14,12 +14,13 @@ const root = new URL("..", import.meta.url).pathname;
 const venv = join(root, ".state", "python-jax");
 const python = join(venv, "bin", "python");
 const marker = join(venv, ".xlaserve-ready");
-const PIP_PACKAGES = ["jax==0.10.2", "jaxlib==0.10.2", "flax", "safetensors"];
+// flatbuffers: jax.export needs it to read the JAX exports the zoo benchmark runs as XLA CPU.
+const PIP_PACKAGES = ["jax==0.10.2", "jaxlib==0.10.2", "flax", "safetensors", "flatbuffers"];
 const log = (msg) => console.error(`[python-jax] ${msg}`);
 
 function works(exe) {
   try {
-    execFileSync(exe, ["-c", "import jax, flax, safetensors; jax.numpy.zeros(1).block_until_ready()"], {
+    execFileSync(exe, ["-c", "import jax, flax, safetensors, flatbuffers; jax.numpy.zeros(1).block_until_ready()"], {
       stdio: "ignore",
       timeout: 120_000,
       env: { ...process.env, JAX_PLATFORMS: "cpu" },
