@@ -1,4 +1,6 @@
 import { type NDArray, type TypedArray, slotsPerElement, strides } from "../array.ts";
+import { ownFunction } from "./own-function.ts";
+import { wordView } from "./word-view.ts";
 
 /**
  * dynamic_slice and dynamic_update_slice move a block of an array: a box of `block` extents at
@@ -92,19 +94,6 @@ export function copyRuns(
   else loop(a, b, rows.offsets, n, run, at * scale, scale, false);
 }
 
-/** Float arrays seen as 32-bit words (kept per array: the pool hands the same arrays out every run). */
-const WORDS = new WeakMap<TypedArray, Int32Array>();
-
-function wordView(a: TypedArray): TypedArray {
-  if (!(a instanceof Float32Array || a instanceof Float64Array)) return a;
-  let view = WORDS.get(a);
-  if (view === undefined) {
-    view = new Int32Array(a.buffer, a.byteOffset, a.byteLength / 4);
-    WORDS.set(a, view);
-  }
-  return view;
-}
-
 /**
  * `scatter`: from dense runs into offsets (dynamic_update_slice), else from offsets into dense
  * runs (dynamic_slice). All offsets in words; `scale` words per element.
@@ -127,8 +116,9 @@ function loopFor(a: TypedArray): RunLoop {
   let loop = LOOPS.get(a.constructor);
   if (!loop) {
     // Long runs by a native copy; a subarray per run costs more than copying a short one.
-    loop = new Function(
-      "from, to, offsets, n, run, at, scale, scatter",
+    loop = ownFunction(
+      `runs ${a.constructor.name}`,
+      ["from", "to", "offsets", "n", "run", "at", "scale", "scatter"],
       `for (let r = 0; r < n; r++) {
   const far = at + offsets[r] * scale;
   const s = scatter ? r * run : far;

@@ -9,61 +9,36 @@ import {
 } from "../array.ts";
 import { fastEncodeBf16 as encodeBf16, fastEncodeF16 as encodeF16 } from "../elem/half-bits.ts";
 import { executeFailed } from "./errors.ts";
-import { copyLoopFor, rowCopyFor } from "./strided-copy.ts";
+import { copyLoopFor, mergeAxes, rowCopyFor } from "./strided-copy.ts";
+import { wordView } from "./word-view.ts";
 
 /**
  * The data-movement ops. They all reduce to one strided copy: output element (i0, i1, ...)
  * reads input slot `offset + sum(ik * step[k])`, where steps can be 0 (broadcast), negative
- * (reverse) or scaled (slice strides). The innermost axis runs in a tight loop
- * (strided-copy.ts). `alloc`, where given, supplies the output storage (a plan's pool).
+ * (reverse) or scaled (slice strides). The elements move as words (word-view.ts), their axes
+ * merged where they are consecutive (mergeAxes), by a loop per storage class (strided-copy.ts).
+ * `alloc`, where given, supplies the output storage (a plan's pool).
  */
 export function stridedCopy(
   src: NDArray,
   offset: number,
-  step: number[],
-  outShape: number[],
+  step: readonly number[],
+  outShape: readonly number[],
   alloc: DataAlloc = allocData,
 ): NDArray {
-  const slots = slotsPerElement(src.type);
   const n = elementCount(outShape);
   const out = alloc(src.type, n);
-  const rank = outShape.length;
-  if (n === 0) return { type: src.type, shape: [...outShape], data: out };
-  if (rank === 0) {
-    for (let k = 0; k < slots; k++) out[k] = src.data[offset * slots + k] as number;
-    return { type: src.type, shape: [], data: out };
+  if (n > 0) {
+    const from = wordView(src.data);
+    const words = (slotsPerElement(src.type) * src.data.BYTES_PER_ELEMENT) / from.BYTES_PER_ELEMENT;
+    const merged =
+      words === 1 ? mergeAxes(step, outShape) : mergeAxes([...step.map((s) => s * words), 1], [...outShape, words]);
+    copyLoopFor(from, 1)(from, wordView(out), offset * words, merged.step, merged.shape);
   }
-  const merged = mergeAxes(step, outShape);
-  const slotSteps = slots === 1 ? merged.step : merged.step.map((x) => x * slots);
-  copyLoopFor(src.data, slots)(src.data, out, offset * slots, slotSteps, merged.shape);
   return { type: src.type, shape: [...outShape], data: out };
 }
 
-/**
- * The same walk over fewer axes: axes of size 1 dropped, and an axis merged into the next where
- * it steps by the next one's whole extent (a slice of whole rows, a transpose that keeps the
- * innermost axes). The copy loop's inner run is then as long as the data allows, instead of,
- * say, 16 elements with an odometer step after each.
- */
-export function mergeAxes(step: number[], shape: number[]): { step: number[]; shape: number[] } {
-  const outStep: number[] = [];
-  const outShape: number[] = [];
-  for (let d = 0; d < shape.length; d++) {
-    const size = shape[d] as number;
-    if (size === 1) continue;
-    const s = step[d] as number;
-    const last = outShape.length - 1;
-    if (last >= 0 && (outStep[last] as number) === s * size) {
-      outShape[last] = (outShape[last] as number) * size;
-      outStep[last] = s;
-    } else {
-      outShape.push(size);
-      outStep.push(s);
-    }
-  }
-  if (outShape.length === 0) return { step: [0], shape: [1] };
-  return { step: outStep, shape: outShape };
-}
+export { mergeAxes };
 
 export function broadcastInDim(x: NDArray, dims: number[], outShape: number[], alloc?: DataAlloc): NDArray {
   return stridedCopy(x, 0, broadcastSteps(x, dims, outShape), outShape, alloc);
@@ -129,7 +104,12 @@ export function transpose(x: NDArray, perm: number[], alloc?: DataAlloc): NDArra
 
 export function slice(x: NDArray, start: number[], limit: number[], step: number[], alloc?: DataAlloc): NDArray {
   const st = strides(x.shape);
-  const outShape = start.map((s, d) => Math.max(0, Math.ceil(((limit[d] as number) - s) / (step[d] as number))));
+  // Integer division, so the shape holds int32s (a division's quotient is a double in JavaScriptCore).
+  const outShape = start.map((s, d) => {
+    const span = (limit[d] as number) - s;
+    const k = step[d] as number;
+    return span <= 0 ? 0 : ((span + k - 1) / k) | 0;
+  });
   let offset = 0;
   start.forEach((s, d) => {
     offset += s * (st[d] as number);
