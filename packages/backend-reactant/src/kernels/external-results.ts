@@ -1,28 +1,34 @@
 import { type NDArray, type TypedArray, sameShape } from "../array.ts";
 
 /**
- * Results an op derives from storage the arena did not make (uploaded weights, plan constants:
- * Arena.version 0, contents that never change), kept per operand storage while it lives. The
- * kept arrays are not the arena's, so no later step writes into them in place (soleOwner) and
- * they never return to its pool; the memory probe does not count them while no slot holds one.
+ * Results an op derives from storage whose contents stay the same from run to run (uploaded
+ * weights, plan constants), kept per operand storage while it lives. Contents are known by the
+ * storage's version (Arena.version: the same number, the same contents), so a small weight the
+ * arena's pool holds is kept like a large one it does not, while an activation, whose pooled
+ * storage gets a new version every run, never is. The kept arrays are not the arena's, so no
+ * later step writes into them in place (soleOwner) and they never return to its pool; the
+ * memory probe does not count them while no slot holds one.
  */
 export class ExternalResults {
-  private readonly kept = new WeakMap<TypedArray, { readonly operandShape: number[]; readonly result: NDArray }>();
-  /** Storage seen once: a request's large input is new on every run, and is not kept for. */
-  private readonly seen = new WeakSet<TypedArray>();
+  private readonly kept = new WeakMap<
+    TypedArray,
+    { readonly operandShape: number[]; readonly version: number; readonly result: NDArray }
+  >();
+  /** The version each storage was last seen at: contents seen once (a request's input) are not kept for. */
+  private readonly seen = new WeakMap<TypedArray, number>();
 
   /**
-   * `keep()`'s result for x's storage and shape from the second sight of that storage on (made
-   * then, outside the pool); `once()`'s on the first.
+   * `keep()`'s result for x's storage, shape and `version` from the second sight of that
+   * storage at that version on (made then, outside the pool); `once()`'s before.
    */
-  get(x: NDArray, keep: () => NDArray, once: () => NDArray): NDArray {
+  get(x: NDArray, version: number, keep: () => NDArray, once: () => NDArray): NDArray {
     let entry = this.kept.get(x.data);
-    if (entry === undefined || !sameShape(entry.operandShape, x.shape)) {
-      if (!this.seen.has(x.data)) {
-        this.seen.add(x.data);
+    if (entry === undefined || entry.version !== version || !sameShape(entry.operandShape, x.shape)) {
+      if (this.seen.get(x.data) !== version) {
+        this.seen.set(x.data, version);
         return once();
       }
-      entry = { operandShape: [...x.shape], result: keep() };
+      entry = { operandShape: [...x.shape], version, result: keep() };
       this.kept.set(x.data, entry);
     }
     const r = entry.result;

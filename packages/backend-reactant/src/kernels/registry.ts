@@ -160,15 +160,14 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       return ([x], frame) => {
         const v = x as NDArray;
         // A weight read transposed (x @ W.T) is transposed once, not on every run.
-        if (frame.ctx.arena.version(v.data) === 0)
-          return [
-            kept.get(
-              v,
-              () => layout.transpose(v, perm),
-              () => layout.transpose(v, perm, alloc(frame)),
-            ),
-          ];
-        return [layout.transpose(v, perm, alloc(frame))];
+        return [
+          kept.get(
+            v,
+            frame.ctx.arena.version(v.data),
+            () => layout.transpose(v, perm),
+            () => layout.transpose(v, perm, alloc(frame)),
+          ),
+        ];
       };
     }
     case "stablehlo.slice": {
