@@ -84,7 +84,8 @@ Environment only:
   XLASERVE_ENGINE_THREAD=0   run the backend on the main thread (default: its own thread)
   XLASERVE_INLINE_MAX_US=N   CPU engine: programs whose measured run takes at most N us run on
                              the HTTP thread (default 50; 0 turns it off)
-  XLASERVE_BLAS_THREADS=N    CPU engine: OpenBLAS threads (default: every core)
+  XLASERVE_BLAS_THREADS=N    CPU engine: threads for OpenBLAS and for large elementwise loops
+                             (default: every core this process may run on; 1: one thread)
 
 Each command's own options: xlaserve <command> --help. xlaserve --version prints the version.
 

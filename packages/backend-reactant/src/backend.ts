@@ -17,6 +17,7 @@ import { withCanonicalNaNs } from "./canonical-nans.ts";
 import type { Module, TensorType } from "@xlaserve/stablehlo";
 import { readModuleBytes } from "./read-module.ts";
 import { Arena, takeData } from "./plan/arena.ts";
+import { closeFusedSimdPool } from "./plan/fused-simd.ts";
 import { dtypeOf, elemTypeOf } from "./plan/dtype-map.ts";
 import { type CompiledFunction, type OpTime, Program, type StepTimes, release, retain } from "./plan/program.ts";
 import { PLAN_FORMAT_VERSION, deserializeModule, serializeModule } from "./plan/serialize.ts";
@@ -268,6 +269,8 @@ export function createReactantBackend(options: ReactantBackendOptions = {}): Abs
     async dispose(): Promise<void> {
       disposed = true;
       arena.clearPool();
+      // The threads large fused trees split over (a later backend on this thread starts new ones).
+      closeFusedSimdPool();
     },
   };
 }

@@ -4,6 +4,8 @@ import type { NDArray } from "../src/array.ts";
 import { Arena } from "../src/plan/arena.ts";
 import { fusedSimdRuns, setFusedSimdDisabled } from "../src/plan/fused-simd.ts";
 import { Program } from "../src/plan/program.ts";
+import { randomBits } from "./helpers/random-bits.ts";
+import { slicedTree } from "./helpers/fused-trees.ts";
 
 /**
  * The WebAssembly SIMD fused loops against the JavaScript ones (and the unfused kernels) on
@@ -12,24 +14,6 @@ import { Program } from "../src/plan/program.ts";
  */
 const [ROWS, COLS] = [16, 37];
 const WIDE: Record<string, string> = { f32: "f16", bf16: "f32", f16: "bf16" };
-
-function randomBits(type: string, n: number, seed: number): NDArray {
-  let s = seed;
-  const next = () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s;
-  };
-  if (type === "f32") {
-    const data = new Float32Array(n);
-    const bits = new Uint32Array(data.buffer);
-    // Exponents spread over the whole range, a few values near f16's and bf16's limits.
-    for (let i = 0; i < n; i++) bits[i] = i % 7 === 0 ? (next() & 0x807fffff) | 0x38000000 : next();
-    return { type: "f32", shape: [n], data };
-  }
-  const data = new Uint16Array(n);
-  for (let i = 0; i < n; i++) data[i] = next() >>> 16;
-  return { type: type as NDArray["type"], shape: [n], data };
-}
 
 /** Every op the SIMD loops take, each class of leaf (row, column, scalar, dense), converts. */
 function chain(t: string): string {
@@ -81,31 +65,6 @@ function stagedChain(t: string): string {
   }`;
 }
 
-/** An LSTM cell's gates: slices of one wide row, read in place by the loop ("g" leaves). */
-function slicedChain(t: string): string {
-  const T = `tensor<${ROWS}x${COLS}x${t}>`;
-  const W = `tensor<${ROWS}x${4 * COLS}x${t}>`;
-  const cut = (k: number) => `stablehlo.slice %w [0:${ROWS}, ${k * COLS}:${(k + 1) * COLS}] : (${W}) -> ${T}`;
-  return `func.func @main(%x: ${T}, %y: ${T}, %r: tensor<${COLS}x${t}>, %c: tensor<${ROWS}x${t}>, %s: tensor<${t}>) -> ${T} {
-    %w = stablehlo.concatenate %x, %y, %y, %x, dim = 1 : (${T}, ${T}, ${T}, ${T}) -> ${W}
-    %i = ${cut(0)}
-    %f = ${cut(1)}
-    %g = ${cut(2)}
-    %o = ${cut(3)}
-    %0 = stablehlo.logistic %i : ${T}
-    %1 = stablehlo.tanh %g : ${T}
-    %2 = stablehlo.multiply %0, %1 : ${T}
-    %3 = stablehlo.logistic %f : ${T}
-    %4 = stablehlo.multiply %3, %y : ${T}
-    %5 = stablehlo.add %4, %2 : ${T}
-    %6 = stablehlo.tanh %5 : ${T}
-    %7 = stablehlo.negate %o : ${T}
-    %8 = stablehlo.exponential %7 : ${T}
-    %9 = stablehlo.multiply %8, %6 : ${T}
-    return %9 : ${T}
-  }`;
-}
-
 function run(text: string, args: NDArray[], fuse: boolean, simd: boolean): NDArray {
   setFusedSimdDisabled(!simd);
   const f = new Program(parseModule(text), { fuse }).func("main");
@@ -128,7 +87,7 @@ describe("fused loops in WebAssembly SIMD", () => {
   afterAll(() => setFusedSimdDisabled(false));
   for (const t of ["bf16", "f16", "f32"]) {
     test(`${t}: the same bytes as the JavaScript loop and the unfused ops`, () => {
-      for (const text of [chain(t), stagedChain(t), slicedChain(t)])
+      for (const text of [chain(t), stagedChain(t), slicedTree(t, ROWS, COLS)])
         for (let seed = 1; seed <= 6; seed++) {
           const args = [
             { ...randomBits(t, ROWS * COLS, seed), shape: [ROWS, COLS] },

@@ -2,13 +2,18 @@
  * The WebAssembly module of one fused elementwise tree (fused-simd.ts runs it): a loop over
  * `outer x inner` elements, four f32 lanes at a time, each op computed in f32 and rounded to
  * its own type (f32, bf16 or f16) on the bits; narrow leaves widened on load, the result stored
- * in its type's canonical bits. Vectors run past the end of a row: those lanes are written into
- * the next row, which overwrites them, or into slack the caller leaves past the output.
+ * in its type's canonical bits. A row's last vector ends at the row's end, overlapping the one
+ * before it (those lanes are computed again from the same inputs, to the same bits), so nothing is
+ * written outside the row and threads can share an output by rows (fused-simd-split.ts). Only a
+ * row shorter than a vector runs past its end, into the next row or slack left past the output.
  */
 import { I32, V128, name, op, section, u32, vec } from "../blas/wasm-encode.ts";
 import type { Layout, Node } from "./fused-codegen.ts";
 import { MATH } from "./fused-simd-math.ts";
 import { Body, F32_LOAD, I32_LOAD16_U, I32_LT_U, S, f32Bits, splat32 } from "./simd-body.ts";
+
+/** wasm `select`: [a, b, c] -> c ? a : b. */
+const SELECT = [0x1b];
 
 export type Narrow = "f32" | "bf16" | "f16";
 export const SIZE: Record<Narrow, number> = { f32: 4, bf16: 2, f16: 2 };
@@ -150,7 +155,9 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   const I = OUT + 1;
   const J = OUT + 2;
   const W = OUT + 3;
-  const i32Locals = 3;
+  /** Where a row's last vector starts: inner - 4, or past any index for rows shorter than a vector. */
+  const LAST = OUT + 4;
+  const i32Locals = 4;
   const firstV = OUT + 1 + i32Locals;
   const b = new Body(firstV);
   const held = new Map<number, number>();
@@ -210,6 +217,15 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   const code = [
     ...b.constantCode,
     ...prologue,
+    ...op.get(INNER),
+    ...op.i32(4),
+    ...op.i32Sub,
+    ...op.i32(0x7fffffff),
+    ...op.get(INNER),
+    ...op.i32(4),
+    ...op.i32GeU,
+    ...SELECT,
+    ...op.set(LAST),
     ...op.block,
     ...op.loop,
     ...op.get(I),
@@ -219,6 +235,7 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
     ...(rowCode[0] as number[]),
     ...op.i32(0),
     ...op.set(J),
+    ...op.block,
     ...op.loop,
     ...element,
     ...op.get(J),
@@ -226,8 +243,18 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
     ...op.i32Add,
     ...[0x22, ...u32(J)],
     ...op.get(INNER),
+    ...op.i32GeU,
+    ...op.brIf(1),
+    // j = min(j, LAST): the last vector moves back to end at the row's end.
+    ...op.get(J),
+    ...op.get(LAST),
+    ...op.get(J),
+    ...op.get(LAST),
     ...I32_LT_U,
-    ...op.brIf(0),
+    ...SELECT,
+    ...op.set(J),
+    ...op.br(0),
+    ...op.end,
     ...op.end,
     ...op.get(W),
     ...op.get(INNER),
@@ -249,14 +276,24 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   return [...locals, ...code];
 }
 
-export function moduleBytes(tree: Node, plan: Plan, literals: readonly (number | null)[]): Uint8Array<ArrayBuffer> {
+/**
+ * The module, importing memory `e.m`: a shared memory of at most `sharedPages` pages where that
+ * is given (so the same module can be instantiated on several threads), else a plain one.
+ */
+export function moduleBytes(
+  tree: Node,
+  plan: Plan,
+  literals: readonly (number | null)[],
+  sharedPages: number | null = null,
+): Uint8Array<ArrayBuffer> {
   const params = 3 + plan.loadTypes.length;
   const type = [0x60, ...vec(Array.from({ length: params }, () => [I32])), ...vec([])];
   const code = body(tree, plan, literals);
+  const limits = sharedPages === null ? [0x00, 0x00] : [0x03, 0x00, ...u32(sharedPages)];
   const bytes = [
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, vec([type])),
-    ...section(2, vec([[...name("e"), ...name("m"), 0x02, 0x00, 0x00]])),
+    ...section(2, vec([[...name("e"), ...name("m"), 0x02, ...limits]])),
     ...section(3, vec([[0]])),
     ...section(7, vec([[...name("run"), 0x00, 0]])),
     ...section(10, vec([[...u32(code.length), ...code]])),

@@ -22,8 +22,10 @@
  *
  * Only the `outer x inner` layouts (fused-codegen.ts's LeafClass, but for slices' rows) are
  * taken; compare, select, integers, f64 and strided leaves keep the loop. Every module works in
- * one shared memory; inputs are copied in and the result out (one memcpy each), as the SIMD
- * GEMM does.
+ * one memory; inputs are copied in and the result out (one memcpy each), as the SIMD GEMM does.
+ * The memory is a shared one, so a module whose work is worth it runs on several threads, each
+ * on a range of rows (fused-simd-split.ts, parallel/wasm-pool.ts); the copies and the functions
+ * applied between modules stay on the calling thread.
  */
 import type { ElemType, NDArray, TypedArray } from "../array.ts";
 import { F16_TO_NUMBER } from "@xlaserve/stablehlo/float16.ts";
@@ -33,6 +35,9 @@ import { hasFloatUnary, roundExpr, unaryExpr } from "../kernels/expr.ts";
 import type { Layout, LeafClass, Node } from "./fused-codegen.ts";
 import { MATH } from "./fused-simd-math.ts";
 import { BINARY, type Narrow, type Plan, SIZE, UNARY, moduleBytes } from "./fused-simd-module.ts";
+import { type SplitLayout, elementCost, sharesFor, splitCall } from "./fused-simd-split.ts";
+import { engineThreads } from "../parallel/threads.ts";
+import { WasmPool } from "../parallel/wasm-pool.ts";
 
 /**
  * Runs the tree into `out`; false (nothing written) where its operands would not fit the memory
@@ -52,6 +57,10 @@ export type SimdLoop = (
  * shrinks: larger trees keep the loop, so a big convnet's activations are not held twice.
  */
 const MAX_BYTES = 32 * 1024 * 1024;
+/** The memory's pages at most: the cap, and a page of slack. */
+const MAX_PAGES = MAX_BYTES / 65536 + 1;
+/** The most threads one call is split over (a control block slot each). */
+const MAX_THREADS = 256;
 
 /**
  * The memory every fused module works in (one call at a time on a thread), and views of it
@@ -59,6 +68,8 @@ const MAX_BYTES = 32 * 1024 * 1024;
  * JavaScriptCore, a tenth of a transformer's whole run.
  */
 let memory: WebAssembly.Memory | null | undefined;
+/** Pages of the shared memory modules import, or null where only a plain memory could be made. */
+let sharedPages: number | null = null;
 let u16 = new Uint16Array(0);
 let u32 = new Uint32Array(0);
 let f32 = new Float32Array(0);
@@ -74,11 +85,16 @@ let runs = 0;
 function sharedMemory(): WebAssembly.Memory | null {
   if (memory === undefined) {
     try {
-      memory = new WebAssembly.Memory({ initial: 16 });
-      viewMemory(memory);
+      memory = new WebAssembly.Memory({ initial: 16, maximum: MAX_PAGES, shared: true });
+      sharedPages = MAX_PAGES;
     } catch {
-      memory = null;
+      try {
+        memory = new WebAssembly.Memory({ initial: 16 });
+      } catch {
+        memory = null;
+      }
     }
+    if (memory) viewMemory(memory);
   }
   return memory;
 }
@@ -92,21 +108,62 @@ function reserve(mem: WebAssembly.Memory, bytes: number): void {
 }
 
 type Run = (...args: number[]) => void;
-const MODULES = new Map<string, Run | null>();
 
-function instantiate(bytes: Uint8Array<ArrayBuffer>, mem: WebAssembly.Memory): Run | null {
+/** A compiled module, its instance on this thread, and its id in the pool once posted there. */
+interface Compiled {
+  readonly module: WebAssembly.Module;
+  readonly run: Run;
+  poolId: number;
+}
+const MODULES = new Map<string, Compiled | null>();
+
+function instantiate(bytes: Uint8Array<ArrayBuffer>, mem: WebAssembly.Memory): Compiled | null {
   const key = Array.from(bytes, (x) => String.fromCharCode(x)).join("");
-  let run = MODULES.get(key);
-  if (run === undefined) {
+  let compiled = MODULES.get(key);
+  if (compiled === undefined) {
     try {
-      const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { e: { m: mem } });
-      run = instance.exports.run as Run;
+      const module = new WebAssembly.Module(bytes);
+      const instance = new WebAssembly.Instance(module, { e: { m: mem } });
+      compiled = { module, run: instance.exports.run as Run, poolId: -1 };
     } catch {
-      run = null;
+      compiled = null;
     }
-    MODULES.set(key, run);
+    MODULES.set(key, compiled);
   }
-  return run;
+  return compiled;
+}
+
+/** This thread's pool over the shared memory, made on the first call worth splitting. */
+let pool: WasmPool | null = null;
+/** Each share's arguments, reused from call to call. */
+const shareArgs: number[][] = [];
+let threadedRuns = 0;
+let governed = true;
+
+/**
+ * Runs `c` on `args`, split over the engine's threads where `cost` units per element make the
+ * call worth it (fused-simd-split.ts); one thread otherwise, or if the pool failed (the whole
+ * call is then computed here, over whatever a share wrote).
+ */
+function call(c: Compiled, args: number[], layout: SplitLayout, cost: number): void {
+  const threads = Math.min(engineThreads(), MAX_THREADS);
+  const wanted = sharesFor((args[0] as number) * (args[1] as number), cost, threads);
+  if (wanted > 1 && sharedPages !== null && memory) {
+    if (pool === null) {
+      pool = new WasmPool(memory, MAX_THREADS);
+      pool.governor.enabled = governed;
+    }
+    while (shareArgs.length < wanted) shareArgs.push([]);
+    const n = pool.usable ? splitCall(args, layout, wanted, shareArgs) : 1;
+    if (n > 1) {
+      if (c.poolId < 0) c.poolId = pool.register(c.module);
+      if (pool.run(c.poolId, c.run, shareArgs, n)) {
+        threadedRuns++;
+        return;
+      }
+    }
+  }
+  c.run(...args);
 }
 
 const opName = (n: Node & { kind: "op" }) => n.op.name.replace(/^(stablehlo|chlo)\./, "");
@@ -234,6 +291,13 @@ function copyRows(
   }
 }
 
+/** The leaves `tree` reads. */
+function leavesRead(tree: Node, into = new Set<number>()): Set<number> {
+  if (tree.kind === "op") for (const c of tree.children) leavesRead(c, into);
+  else into.add(tree.kind === "leaf" ? tree.index : tree.leaf);
+  return into;
+}
+
 /** Bytes of a leaf's run in memory: "d" the output's count, "r" a row, "c" a column, "s" one. */
 function leafElements(c: LeafClass, outer: number, inner: number): number {
   return c === "d" ? outer * inner : c === "r" ? inner : c === "c" ? outer : 1;
@@ -269,14 +333,39 @@ export function generateSimd(
   // A per-row stage runs as one row of `outer` elements: its column leaves become that row.
   const rowClasses = classes.map((c): LeafClass => (c === "c" ? "r" : c));
   const plan = (outType: Narrow, cls: LeafClass[]): Plan => ({ loadTypes, valueTypes, outType, classes: cls });
-  const stageRuns: (Run | null)[] = stages.map((s) =>
-    instantiate(moduleBytes(s.tree, plan("f32", s.perRow ? rowClasses : classes), allLiterals), mem),
+  const stageRuns: (Compiled | null)[] = stages.map((s) =>
+    instantiate(moduleBytes(s.tree, plan("f32", s.perRow ? rowClasses : classes), allLiterals, sharedPages), mem),
   );
-  const final = instantiate(moduleBytes(root, plan(outType, classes), allLiterals), mem);
+  const final = instantiate(moduleBytes(root, plan(outType, classes), allLiterals, sharedPages), mem);
   if (final === null || stageRuns.some((r) => r === null)) return null;
   const sizes = loadTypes.map((t) => SIZE[t]);
   const outSize = SIZE[outType];
+  // How the final module and the dense stages split over threads: the leaves each reads (not
+  // literals), each module's own output (a stage's scratch is f32).
+  const splitLayout = (t: Node, size: number): SplitLayout => {
+    const read = leavesRead(t);
+    const splitClasses = classes.map((c, k) => (read.has(k) && (allLiterals[k] ?? null) === null ? c : null));
+    return { classes: splitClasses, sizes, outSize: size };
+  };
+  const finalLayout = splitLayout(root, outSize);
+  const stageLayouts = stages.map((s) => splitLayout(s.tree, 4));
+  const finalCost = elementCost(root, outType !== "f32");
+  const stageCosts = stages.map((s) => elementCost(s.tree, s.type !== "f32"));
   const args: number[] = new Array(3 + total).fill(0);
+  /** An earlier leaf holding the same array, read the same way, or -1. */
+  const twinOf = (ls: readonly NDArray[], k: number): number => {
+    const d = (ls[k] as NDArray).data;
+    for (let j = 0; j < k; j++)
+      if (
+        (ls[j] as NDArray).data === d &&
+        !sliced[j] &&
+        (literals[j] ?? null) === null &&
+        classes[j] === classes[k] &&
+        loadTypes[j] === loadTypes[k]
+      )
+        return j;
+    return -1;
+  };
   const loop: SimdLoop = (ls, out, outer, inner, offsets, pitches) => {
     if (outer * inner === 0) return true;
     // Each run 16-byte aligned with a vector of slack after it.
@@ -293,6 +382,12 @@ export function generateSimd(
     for (let k = 0; k < count; k++) {
       if (literals[k] !== null && literals[k] !== undefined) continue;
       const d = (ls[k] as NDArray).data as Float32Array | Uint16Array;
+      // One array read as several leaves (x in GELU's x + 0.044715 x^3, times x) is copied once.
+      const twin = sliced[k] ? -1 : twinOf(ls, k);
+      if (twin >= 0) {
+        args[2 + k] = args[2 + twin] as number;
+        continue;
+      }
       const n = leafElements(classes[k] as LeafClass, outer, inner);
       if (sliced[k]) copyRows(d, offsets[k] as number, pitches[k] as number, outer, inner, args[2 + k] as number);
       else if (d instanceof Uint16Array && loadTypes[k] === "f32")
@@ -310,14 +405,17 @@ export function generateSimd(
       args[0] = stage.perRow ? 1 : outer;
       args[1] = stage.perRow ? outer : inner;
       args[2 + total] = scratch;
-      (stageRuns[s] as Run)(...args);
+      const compiled = stageRuns[s] as Compiled;
+      // A per-row stage is one row of `outer` values: too little to split.
+      if (stage.perRow) compiled.run(...args);
+      else call(compiled, args, stageLayouts[s] as SplitLayout, stageCosts[s] as number);
       const n = stage.perRow ? outer : outer * inner;
       stage.pass(f32, scratch >> 2, (scratch >> 2) + n, HELPERS);
     }
     args[0] = outer;
     args[1] = inner;
     args[2 + total] = outAt;
-    final(...args);
+    call(final, args, finalLayout, finalCost);
     runs++;
     const o = out as Float32Array | Uint16Array;
     if (o instanceof Float32Array) o.set(f32.subarray(outAt >> 2, (outAt + outBytes) >> 2));
@@ -335,4 +433,30 @@ export function setFusedSimdDisabled(off: boolean): void {
 /** How many fused loops have run in WebAssembly on this thread (tests check the path is taken). */
 export function fusedSimdRuns(): number {
   return runs;
+}
+
+/** How many module calls were split over the pool's threads (tests check the path is taken). */
+export function fusedSimdThreadedRuns(): number {
+  return threadedRuns;
+}
+
+/** Threads this thread's pool has started (none until a call is worth splitting). */
+export function fusedSimdPoolThreads(): number {
+  return pool?.started ?? 0;
+}
+
+/**
+ * Whether splitting pauses while split calls come out slower than one thread would have been
+ * (parallel/split-governor.ts); tests that check the threaded path is taken turn it off.
+ */
+export function setFusedSimdGoverned(on: boolean): void {
+  governed = on;
+  if (pool) pool.governor.enabled = on;
+}
+
+/** Stops this thread's pool threads; a later large call starts new ones. */
+export function closeFusedSimdPool(): void {
+  pool?.close();
+  pool = null;
+  for (const c of MODULES.values()) if (c) c.poolId = -1;
 }
