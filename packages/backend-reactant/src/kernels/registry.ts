@@ -1,5 +1,5 @@
 import { XlaserveError } from "@xlaserve/core";
-import type { DataAlloc, NDArray } from "../array.ts";
+import { type DataAlloc, type NDArray, elementCount, slotsPerElement } from "../array.ts";
 import type { Attr, Op } from "@xlaserve/stablehlo";
 import { isTensorType } from "@xlaserve/stablehlo";
 import type { Frame, Kernel, KernelTools } from "../plan/program.ts";
@@ -136,16 +136,25 @@ export function buildKernel(op: Op, tools: KernelTools): Kernel {
       let seen: number[] | null = null;
       let step: number[] = [];
       let onlyUnitAxes = false;
+      let scalarFill = false;
+      const count = elementCount(shape);
       return (args, frame) => {
         const x = args[0] as NDArray;
         if (seen === null || !layout.sameDims(seen, x.shape)) {
           step = layout.broadcastSteps(x, dims, shape);
           seen = [...x.shape];
           onlyUnitAxes = layout.insertsUnitAxes(x.shape, dims, shape);
+          scalarFill = elementCount(x.shape) === 1 && slotsPerElement(x.type) === 1;
         }
         // Only size-1 axes added (JAX's [B, C] -> [B, 1, C] before an update): a reshape, which
         // shares the storage.
         if (onlyUnitAxes) return [{ type: x.type, shape: [...shape], data: x.data }];
+        // One value everywhere (zeros into a loop's carried buffer): a fill, not an element walk.
+        if (scalarFill) {
+          const out = alloc(frame)(x.type, count);
+          (out as Float64Array).fill(x.data[0] as number);
+          return [{ type: x.type, shape: [...shape], data: out }];
+        }
         return [layout.stridedCopy(x, 0, step, shape, alloc(frame))];
       };
     }
