@@ -13,7 +13,10 @@ import { simdGemmKernel } from "./simd-gemm.ts";
 import { type GemmShape, type SmallGemmKernel, compileSmallGemm } from "./small-gemm-codegen.ts";
 import { SMALL_GEMM_LIMIT } from "./small-gemm.ts";
 
-/** C = op(A) op(B) for the planned shape; offsets in elements. */
+/**
+ * C = op(A) op(B) for the planned shape; offsets in elements. `bVersion`: b's storage version
+ * where the caller knows it (SmallGemmKernel), so a kernel may keep B's copy between calls.
+ */
 export type GemmRunner = (
   a: Float32Array | Float64Array,
   aOffset: number,
@@ -21,6 +24,7 @@ export type GemmRunner = (
   bOffset: number,
   c: Float32Array | Float64Array,
   cOffset: number,
+  bVersion?: number,
 ) => void;
 
 export type { GemmShape } from "./small-gemm-codegen.ts";
@@ -53,7 +57,7 @@ export function planGemm(shape: GemmShape, f32: boolean): GemmRunner {
   const aSpan = (transA ? k - 1 : m - 1) * lda + (transA ? m : k);
   const bSpan = (transB ? n - 1 : k - 1) * ldb + (transB ? k : n);
   const cSpan = (m - 1) * ldc + n;
-  return (a, aOffset, b, bOffset, c, cOffset) => {
+  return (a, aOffset, b, bOffset, c, cOffset, bVersion) => {
     const fits =
       direct !== null &&
       a instanceof Float32Array === f32 &&
@@ -66,7 +70,8 @@ export function planGemm(shape: GemmShape, f32: boolean): GemmRunner {
       bOffset + bSpan <= b.length &&
       cOffset + cSpan <= c.length;
     // Anything else, errors included, is `gemm`'s business.
-    if (fits && (small !== null || !fallbackForced())) direct(a, aOffset, b, bOffset, c, cOffset);
+    if (fits && small !== null) small(a, aOffset, b, bOffset, c, cOffset, bVersion);
+    else if (fits && !fallbackForced()) (direct as SmallGemmKernel)(a, aOffset, b, bOffset, c, cOffset);
     else gemm(toCall(a, aOffset, b, bOffset, c, cOffset));
   };
 }

@@ -109,7 +109,19 @@ export interface GemmShape {
 }
 
 /** C = op(A) op(B) at the given element offsets, for the shape it was compiled for. */
-export type SmallGemmKernel = (a: Float, aOffset: number, b: Float, bOffset: number, c: Float, cOffset: number) => void;
+/**
+ * `bVersion`, where given, is the storage version of `b` (plan/arena.ts `version`): the same array
+ * at the same offset and version holds the same values, so a kernel may keep what it copied of it.
+ */
+export type SmallGemmKernel = (
+  a: Float,
+  aOffset: number,
+  b: Float,
+  bOffset: number,
+  c: Float,
+  cOffset: number,
+  bVersion?: number,
+) => void;
 
 /** Rows of up to this many columns are one block; wider rows take blocks of 8 and a remainder. */
 const SINGLE_BLOCK_MAX = 12;

@@ -267,12 +267,15 @@ function runDot(
     // The common case, tested first: the general path below would convert nothing and permute
     // nothing here, but its checks and wrapper objects cost as much as a small layer's bias add.
     const f32 = resultType === "f32";
+    // A single GEMM may keep its copy of B while B's storage keeps its version (a loop's weights).
+    const bVersion = plan.batch === 1 ? versionOf?.(rhs.data) : undefined;
     const c = floatGemm(
       lhs.data as Float32Array | Float64Array,
       rhs.data as Float32Array | Float64Array,
       layout,
       f32,
       alloc,
+      bVersion,
     );
     return { type: resultType, shape: [...plan.resultShape], data: c };
   }
@@ -372,13 +375,14 @@ function usedAsStored(lhs: NDArray, rhs: NDArray, layout: DotLayout, resultType:
   return false;
 }
 
-/** Every batch's GEMM on oriented float operands, into storage from `alloc`. */
+/** Every batch's GEMM on oriented float operands, into storage from `alloc`; `bVersion` as GemmRunner takes it. */
 function floatGemm(
   a: Float32Array | Float64Array,
   b: Float32Array | Float64Array,
   layout: DotLayout,
   f32: boolean,
   alloc: GemmOutputAlloc,
+  bVersion?: number,
 ): Float32Array | Float64Array {
   const { batch, m, n, k } = layout.plan;
   const c = alloc(batch * m * n, !f32);
@@ -386,7 +390,7 @@ function floatGemm(
   const aAt = layout.lhsView?.offsets;
   const bAt = layout.rhsView?.offsets;
   for (let bi = 0; bi < batch; bi++)
-    run(a, aAt ? (aAt[bi] as number) : bi * m * k, b, bAt ? (bAt[bi] as number) : bi * k * n, c, bi * m * n);
+    run(a, aAt ? (aAt[bi] as number) : bi * m * k, b, bAt ? (bAt[bi] as number) : bi * k * n, c, bi * m * n, bVersion);
   return c;
 }
 
