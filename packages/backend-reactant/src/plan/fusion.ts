@@ -6,6 +6,9 @@ import { BINARY_OPS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import { type Arena, dataTaker } from "./arena.ts";
 import { type Layout, type Node, chooseLayout, generate, rowPitch } from "./fused-codegen.ts";
 import { type SimdLoop, generateSimd } from "./fused-simd.ts";
+import { MATH } from "./fused-simd-math.ts";
+import { elementCost, sharesFor } from "./fused-simd-split.ts";
+import { engineThreads } from "../parallel/threads.ts";
 import type { Frame, Kernel, Step } from "./program.ts";
 import type { RtValue } from "./values.ts";
 
@@ -172,6 +175,27 @@ type Generated = NonNullable<ReturnType<typeof generate>>;
 /** Below this many elements copying in and out of WebAssembly costs more than the loop saves. */
 const SIMD_MIN_ELEMENTS = 64;
 
+/**
+ * Whether the SIMD loop pays for its copies in and out: where the tree evaluates tanh, exp or
+ * logistic (XLA's algorithms, several times cheaper four lanes at a time), works on f16 / bf16
+ * (which the JavaScript loop decodes and encodes one element at a time), or is large enough to
+ * be split over the engine's threads (fused-simd-split.ts). For f32 arithmetic alone (an LSTM's
+ * bias add, a sum of two products) on one thread the JavaScript loop was 2 to 4 times faster at
+ * 64 to 1M elements, the copies costing more than the loop itself. Same bits either way.
+ */
+function simdPays(tree: Node, leaves: readonly NDArray[], count: number): boolean {
+  for (const l of leaves) if (l.type === "bf16" || l.type === "f16") return true;
+  if (sharesFor(count, elementCost(tree, false), engineThreads()) > 1) return true;
+  const visit = (n: Node): boolean => {
+    if (n.kind !== "op") return false;
+    if (MATH[n.op.name.replace(/^(stablehlo|chlo)\./, "")] !== undefined) return true;
+    const t = n.op.resultTypes[n.op.resultTypes.length - 1];
+    if (isTensorType(t) && (t.elem === "bf16" || t.elem === "f16")) return true;
+    return n.children.some(visit);
+  };
+  return visit(tree);
+}
+
 /** How many leaf shape sets a fused kernel keeps prepared besides the last. */
 const RECENT_SHAPES = 12;
 
@@ -239,7 +263,9 @@ function fusedKernel(tree: Node, root: Op, members: Step[], leafSlots: number[])
     let simd = simdCache.get(key);
     if (simd === undefined) {
       simd =
-        compiled && count >= SIMD_MIN_ELEMENTS ? (generateSimd(tree, leaves, layout, literals)?.loop ?? null) : null;
+        compiled && count >= SIMD_MIN_ELEMENTS && simdPays(tree, leaves, count)
+          ? (generateSimd(tree, leaves, layout, literals)?.loop ?? null)
+          : null;
       simdCache.set(key, simd);
     }
     return {
