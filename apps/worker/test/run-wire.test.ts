@@ -9,6 +9,7 @@ import {
   isRunReplies,
   OUT_OF_LINE_MIN_BYTES,
 } from "../src/engine-thread/run-wire.ts";
+import { BatchBuffers, POOLED_MIN_BYTES } from "../src/engine-thread/batch-buffers.ts";
 import { joinRowsLater } from "../src/model/joined-rows.ts";
 
 /** A tensor of every dtype with distinct bytes, including odd byte lengths. */
@@ -137,6 +138,46 @@ describe("the packed run messages", () => {
     expect(data.length).toBe(4 * n);
     expect([data[0], data[n - 1], data[n], data[2 * n - 1]]).toEqual([1000, 1000 + n - 1, 2000, 2000 + n - 1]);
     expect(data.subarray(2 * n).every((v) => v === 0)).toBe(true);
+  });
+
+  test("a coalesced input joins into a reused batch buffer: the earlier run's bytes are overwritten, the padding zeroed", () => {
+    const n = OUT_OF_LINE_MIN_BYTES / 4;
+    const pool = new BatchBuffers();
+    const take = (byteLength: number) => pool.take(byteLength);
+    const run = (seeds: number[], size: number) => {
+      const parts = seeds.map((seed): HostTensor => {
+        const floats = new Float32Array(n).map((_, i) => seed * 1000 + i);
+        noteMovable(floats.buffer);
+        return { dtype: "f32", shape: [1, n], data: floats };
+      });
+      const batch = encodeRunCalls([{ id: 1, handle: 1, resident: [], inputs: [joinRowsLater(parts, size)] }]);
+      return decodeRunCalls(batch.message, undefined, take)[0]?.inputs[0]?.data as Float32Array;
+    };
+    const first = run([1, 2, 3, 4], 4);
+    expect([first[0], first[3 * n]]).toEqual([1000, 4000]);
+    pool.give(first.buffer as ArrayBuffer);
+    const second = run([7], 4);
+    // The same storage, taken again: no fresh allocation of the whole batch.
+    expect(second.buffer).toBe(first.buffer);
+    expect([pool.allocated, pool.reused]).toEqual([1, 1]);
+    expect([second[0], second[n - 1]]).toEqual([7000, 7000 + n - 1]);
+    expect(second.subarray(n).every((v) => v === 0)).toBe(true);
+    // Taken and not given back: a run in flight never shares its buffer with the next one.
+    expect(run([8], 4).buffer).not.toBe(second.buffer);
+  });
+
+  test("the batch buffers keep a few per size, and ignore buffers they never handed out", () => {
+    const pool = new BatchBuffers(1);
+    const a = pool.take(POOLED_MIN_BYTES);
+    const b = pool.take(POOLED_MIN_BYTES);
+    pool.give(a.buffer as ArrayBuffer);
+    pool.give(b.buffer as ArrayBuffer);
+    pool.give(new ArrayBuffer(POOLED_MIN_BYTES));
+    expect(pool.keptBytes()).toBe(POOLED_MIN_BYTES);
+    // Small ones are never kept.
+    const small = pool.take(16);
+    pool.give(small.buffer as ArrayBuffer);
+    expect(pool.keptBytes()).toBe(POOLED_MIN_BYTES);
   });
 
   test("a coalesced input whose parts cannot all move is joined before it leaves, the same bytes", () => {

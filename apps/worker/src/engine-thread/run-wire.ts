@@ -35,6 +35,7 @@ import {
   type OpenMapped,
   type Placed,
   Reader,
+  type TakeBuffer,
   Writer,
   align8,
   inFile,
@@ -43,7 +44,7 @@ import {
   utf8Encoder,
 } from "./tensor-codec.ts";
 
-export { IN_FILE_MIN_BYTES, OUT_OF_LINE_MIN_BYTES, type OpenMapped } from "./tensor-codec.ts";
+export { IN_FILE_MIN_BYTES, OUT_OF_LINE_MIN_BYTES, type OpenMapped, type TakeBuffer } from "./tensor-codec.ts";
 
 const MAGIC_CALLS = 0x52554e31; // "RUN1"
 const MAGIC_REPLIES = 0x52455031; // "REP1"
@@ -166,14 +167,18 @@ export function isRunCalls(data: unknown): data is ArrayBuffer | ArrayBuffer[] {
 /** A decoded run call; `failure` is set when one of its inputs could not be read. */
 export type DecodedRunCall = RunCall & { readonly failure?: unknown };
 
-/** `openMapped` reads the inputs that stay in mapped files (without it, such a call fails). */
+/**
+ * `openMapped` reads the inputs that stay in mapped files (without it, such a call fails);
+ * `takeBuffer` gives the storage a joined input is copied into (default: a fresh buffer).
+ */
 export function decodeRunCalls(
   message: ArrayBuffer | readonly ArrayBuffer[],
   openMapped?: OpenMapped,
+  takeBuffer?: TakeBuffer,
 ): DecodedRunCall[] {
   const [buffer, ...parts] = Array.isArray(message) ? message : [message as ArrayBuffer];
   if (!buffer) throw new Error("engine wire: an empty run batch");
-  const r = new Reader(buffer, openMapped, parts);
+  const r = new Reader(buffer, openMapped, parts, takeBuffer);
   if (r.u32() !== MAGIC_CALLS) throw new Error("engine wire: not a run batch");
   const count = r.u32();
   const calls: DecodedRunCall[] = [];

@@ -116,6 +116,11 @@ export class Writer {
   }
 }
 
+/** Storage of `byteLength` bytes for a joined input, its contents undefined (every byte is written). */
+export type TakeBuffer = (byteLength: number) => Uint8Array;
+
+const freshBuffer: TakeBuffer = (byteLength) => new Uint8Array(byteLength);
+
 export class Reader {
   readonly view: DataView;
   at = 0;
@@ -125,6 +130,7 @@ export class Reader {
     readonly buffer: ArrayBuffer,
     private readonly openMapped?: OpenMapped,
     private readonly parts: readonly ArrayBuffer[] = [],
+    private readonly takeBuffer: TakeBuffer = freshBuffer,
   ) {
     this.view = new DataView(buffer);
   }
@@ -153,8 +159,8 @@ export class Reader {
     if (code & ROWS) {
       const n = this.u32();
       this.u32();
-      // Zeroed: the rows past the parts are the padding.
-      const joined = new Uint8Array(byteLength);
+      // One bulk copy per part; the rows past the parts are the padding, zeroed.
+      const joined = this.takeBuffer(byteLength);
       let at = 0;
       for (let i = 0; i < n; i++) {
         const part = this.parts[this.u32()];
@@ -166,6 +172,7 @@ export class Reader {
         joined.set(new Uint8Array(part, offset, length), at);
         at += length;
       }
+      if (at < byteLength) joined.fill(0, at);
       return { dtype, shape, data: viewTyped(dtype, joined.buffer, 0, elements) };
     }
     if (code & OUT_OF_LINE) {

@@ -7,6 +7,7 @@
 import type { AbstractBackend, DeviceBuffer, Executable, HostTensor } from "@xlaserve/core";
 import { isXlaserveError, uploadAll, viewTyped } from "@xlaserve/core";
 import { createFromSpec } from "../engine/backend-spec.ts";
+import { BatchBuffers } from "./batch-buffers.ts";
 import { openMappedInput } from "./mapped-inputs.ts";
 import { type RunCall, type RunReply, decodeRunCalls, encodeRunReplies, isRunCalls, transferFor } from "./run-wire.ts";
 
@@ -202,6 +203,10 @@ function wireError(err: unknown): { code: string; message: string; details: Reco
     : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), details: {} };
 }
 
+/** Coalesced inputs are joined into these (batch-buffers.ts), each back once its run is over. */
+const batchBuffers = new BatchBuffers();
+const takeBatchBuffer = (byteLength: number) => batchBuffers.take(byteLength);
+
 /**
  * A packed batch of run calls (the request path), answered packed. The calls run concurrently: on
  * a device, one request's copies overlap another's execution; the CPU engine computes each call
@@ -209,7 +214,7 @@ function wireError(err: unknown): { code: string; message: string; details: Reco
  */
 async function serveRunBatch(packed: ArrayBuffer | ArrayBuffer[]): Promise<void> {
   const replies: RunReply[] = await Promise.all(
-    decodeRunCalls(packed, openMappedInput).map(async (call): Promise<RunReply> => {
+    decodeRunCalls(packed, openMappedInput, takeBatchBuffer).map(async (call): Promise<RunReply> => {
       try {
         const be = backend;
         if (!be) throw new Error("the engine thread has no backend");
@@ -217,6 +222,9 @@ async function serveRunBatch(packed: ArrayBuffer | ArrayBuffer[]): Promise<void>
         return { id: call.id, ok: true, outputs: await runOnce(be, call) };
       } catch (err) {
         return { id: call.id, ok: false, error: wireError(err) };
+      } finally {
+        // The run is over (upload() resolved only once the backend was done with the bytes).
+        for (const t of call.inputs) batchBuffers.give(t.data.buffer as ArrayBuffer);
       }
     }),
   );
