@@ -325,14 +325,20 @@ describe("deadlines and shedding", () => {
     const unread = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body: "not json at all" });
     expect(unread.status).toBe(429);
     expect(String(((await unread.json()) as { error: string }).error)).toContain("request queue is full");
+    expect(unread.headers.get("connection")).not.toBe("close");
+    // A large refused body is not drained: the answer closes the connection instead.
+    const large = await fetch(`${w.url}/v2/models/mlp/infer`, { method: "POST", body: new Uint8Array(600_000) });
+    expect(large.status).toBe(429);
+    expect(large.headers.get("connection")).toBe("close");
+    await large.arrayBuffer();
     release();
     for (const a of await Promise.all([first, ...waiting])) expect(a.status).toBe(200);
     const metrics = await (await fetch(`${w.url}/metrics`)).text();
-    expect(metrics).toContain('worker_scheduler_shed_total{model="mlp",reason="queue_full"} 2');
+    expect(metrics).toContain('worker_scheduler_shed_total{model="mlp",reason="queue_full"} 3');
     // A refusal under overload is counted, not warned about: one warn line per 429 would cost the
     // HTTP thread more than the refusal itself, at a flood's rate.
     expect(logs.find("infer failed").filter((l) => l.status === 429)).toEqual([]);
-    expect(logs.find("infer refused: queue full").length).toBeGreaterThanOrEqual(2);
+    expect(logs.find("infer refused: queue full").length).toBeGreaterThanOrEqual(3);
   }, 60_000);
 
   test("the device-wide queue bound sheds across models", async () => {

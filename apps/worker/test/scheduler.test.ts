@@ -253,6 +253,24 @@ describe("device scheduler", () => {
     expect(q.figures().shed.deadline).toBe(2);
   });
 
+  test("fair keeps the last execution slot for a model with nothing in flight; fifo lets one model take every slot", async () => {
+    for (const discipline of ["fair", "fifo"] as const) {
+      const { s, runs, hold, release, queue } = harness({ discipline, maxInFlight: 2 });
+      const flood = queue("flood", { coalesce: false, maxInFlight: 4 });
+      const light = queue("light", { coalesce: false });
+      hold();
+      const f = [1, 2, 3].map((p) => s.submit(flood, { variant: null, rows: 1, payload: p }));
+      // fair: one flood execution runs, the other slot stays free; fifo: the flood holds both.
+      expect(flood.inFlight).toBe(discipline === "fair" ? 1 : 2);
+      const l = s.submit(light, { variant: null, rows: 1, payload: 10 });
+      expect(light.inFlight).toBe(discipline === "fair" ? 1 : 0);
+      release();
+      await Promise.all([...f, l]);
+      const order = runs.map((r) => r.model);
+      expect(order.indexOf("light")).toBe(discipline === "fair" ? 1 : 3);
+    }
+  });
+
   test("a max queue delay holds a partial batch, and a full one leaves at once", async () => {
     const { s, runs, queue } = harness({ maxInFlight: Number.POSITIVE_INFINITY });
     const q = queue("a", { maxQueueDelayMs: 150 });

@@ -142,13 +142,21 @@ export class DeviceScheduler {
    * The queue to dispatch from now, if any. With the engine's execution slots all taken
    * (`engineFull`) only a queue whose next execution runs inline may go: it runs on this thread
    * beside the engine's, so a light model's requests never wait behind another model's execution.
+   * Under fair and edf the last free slot is kept for a model with nothing in flight: a device
+   * runs one execution at a time and cannot be preempted, so a flooding model holding every slot
+   * would make another model's request wait behind all of its executions; this way it waits
+   * behind at most the one running.
    */
   private next(now: number, engineFull: boolean): AnyQueue | undefined {
     const ready: AnyQueue[] = [];
     let wakeAt = Number.POSITIVE_INFINITY;
+    const lastSlot =
+      this.options.discipline !== "fifo" &&
+      this.options.maxInFlight > 1 &&
+      this.inFlight === this.options.maxInFlight - 1;
     for (const q of this.queues) {
       if (q.items.length === 0 || q.inFlight >= q.policy.maxInFlight) continue;
-      if (engineFull && !q.nextRunsInline()) continue;
+      if ((engineFull || (lastSlot && q.inFlight > 0)) && !q.nextRunsInline()) continue;
       const held = q.heldUntil(now);
       if (held > 0) wakeAt = Math.min(wakeAt, held);
       else ready.push(q);

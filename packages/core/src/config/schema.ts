@@ -191,7 +191,7 @@ export const ConfigSchema = Type.Object(
           minimum: 0,
           default: 0,
           description:
-            "executions on the device at once, across models; 0: no device-wide bound under fifo (each model's concurrency.perModel), 1 on a serial engine (the CPU engine) and 2 otherwise under fair and edf, so requests wait where the discipline orders them",
+            "executions on the device at once, across models; 0: no device-wide bound under fifo (each model's concurrency.perModel), 1 on a serial engine (the CPU engine) and 2 otherwise under fair and edf, so requests wait where the discipline orders them; under fair and edf the last free one is kept for a model with nothing in flight",
         }),
         maxQueued: Type.Integer({
           minimum: 0,

@@ -89,7 +89,8 @@ export class InferService {
       okStatus: "200",
       fail: (error) => {
         const status = statusOf(error);
-        return { answer: errorResponse(status, messageOf(error)), status: String(status) };
+        const headers = unreadLargeBody(request) ? CLOSE_CONNECTION : undefined;
+        return { answer: errorResponse(status, messageOf(error), headers), status: String(status) };
       },
     });
   }
@@ -182,6 +183,24 @@ export class InferService {
     }
     return answer;
   }
+}
+
+/**
+ * From this declared size, a body refused before it was read (a 429 under overload, an unknown
+ * model) is not drained: the answer closes the connection, and the server never receives the
+ * rest. Draining a 602 KB image body per refusal kept the HTTP thread receiving the very flood it
+ * refused, while other models' requests waited behind it; a client reconnects for its next
+ * request, which costs less than one such body. Smaller bodies are drained, keeping the connection.
+ */
+export const CLOSE_UNREAD_BODY_BYTES = 64 * 1024;
+
+const CLOSE_CONNECTION = { connection: "close" } as const;
+
+/** Whether the request's body of CLOSE_UNREAD_BODY_BYTES or more has not been read. */
+function unreadLargeBody(request: Request): boolean {
+  if (request.bodyUsed) return false;
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  return declared >= CLOSE_UNREAD_BODY_BYTES;
 }
 
 /**
