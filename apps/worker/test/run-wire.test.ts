@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { DTYPES, type HostTensor, allocTyped, noteMovable } from "@xlaserve/core";
+import { DTYPES, type HostTensor, allocTyped, noteMovable, tensorOverBytes } from "@xlaserve/core";
 import {
   decodeRunCalls,
   decodeRunReplies,
@@ -164,6 +164,35 @@ describe("the packed run messages", () => {
     expect(second.subarray(n).every((v) => v === 0)).toBe(true);
     // Taken and not given back: a run in flight never shares its buffer with the next one.
     expect(run([8], 4).buffer).not.toBe(second.buffer);
+  });
+
+  test("inputs at an offset their dtype cannot be viewed at move as they lie, and are aligned on reading", () => {
+    const n = OUT_OF_LINE_MIN_BYTES / 4;
+    // A request body: a 3-byte header, then the floats (unaligned), as the REST decoder leaves it.
+    const request = (seed: number): HostTensor => {
+      const body = new Uint8Array(3 + n * 4);
+      body.set(new Uint8Array(new Float32Array(n).map((_, i) => seed * 1000 + i).buffer), 3);
+      noteMovable(body.buffer);
+      return tensorOverBytes("f32", [1, n], body.subarray(3));
+    };
+    const single = request(5);
+    const alone = encodeRunCalls([{ id: 1, handle: 1, resident: [], inputs: [single] }]);
+    // Moved without the aligned copy on this side (reading `data` would have made one).
+    expect([alone.movedBytes, alone.copiedBytes]).toEqual([n * 4, 0]);
+    const one = decodeRunCalls(alone.message)[0]?.inputs[0]?.data as Float32Array;
+    expect(one.byteOffset % 4).toBe(0);
+    expect([one[0], one[n - 1]]).toEqual([5000, 5000 + n - 1]);
+    const joined = joinRowsLater([request(1), request(2)], 4);
+    const batch = encodeRunCalls([{ id: 2, handle: 1, resident: [], inputs: [joined] }]);
+    expect([batch.movedBytes, batch.copiedBytes]).toEqual([2 * n * 4, 0]);
+    const data = decodeRunCalls(batch.message)[0]?.inputs[0]?.data as Float32Array;
+    expect([data[0], data[n - 1], data[n], data[2 * n - 1], data[2 * n]]).toEqual([
+      1000,
+      1000 + n - 1,
+      2000,
+      2000 + n - 1,
+      0,
+    ]);
   });
 
   test("the batch buffers keep a few per size, and ignore buffers they never handed out", () => {

@@ -25,3 +25,4 @@ export * from "./engine/discover.ts";
 export * from "./engine/select.ts";
 export * from "./mapped-files.ts";
 export * from "./movable-buffers.ts";
+export * from "./unaligned-bytes.ts";

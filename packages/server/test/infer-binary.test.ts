@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { type HostTensor, unalignedBytesOf } from "@xlaserve/core";
 import { binaryBody, readBinaryResponse, startHarness } from "./support/harness.ts";
 import type { Json } from "./support/harness.ts";
 
@@ -125,6 +126,11 @@ describe("binary tensor data extension", () => {
     if (headerLength % 8 === 0) ({ body, headerLength } = binaryBody({ ...header, id: "od" }, [bytesOf(x)]));
     const r = await post("echo_fp64", body, headerLength);
     expect(((await r.json()) as Json).outputs[0].data).toEqual([1.25, -2.5, 3.75]);
+    // The model got the bytes as they lie, the aligned copy made where its elements were read.
+    const input = h.registry.models.get("echo_fp64")?.lastRequest?.inputs.get("in") as HostTensor;
+    expect(unalignedBytesOf(input)?.byteOffset).toBe(headerLength);
+    expect(input.data.byteOffset % 8).toBe(0);
+    expect([...input.data]).toEqual([1.25, -2.5, 3.75]);
   });
 
   test("byte-length and header-length problems are 400s naming the tensor", async () => {

@@ -28,7 +28,7 @@
  *              zero-padded to dim[0] rows on the engine thread, not on the HTTP thread)
  *   replies := MAGIC_REPLY count inUse peak limit (f64 each; limit -1 when null) reply*
  */
-import { type HostTensor, type MemoryStats, isMovable } from "@xlaserve/core";
+import { type HostTensor, type MemoryStats, bytesOfTensor, isMovable, unalignedBytesOf } from "@xlaserve/core";
 import { rowPartsOf } from "../model/joined-rows.ts";
 import {
   OUT_OF_LINE_MIN_BYTES,
@@ -112,6 +112,15 @@ export function encodeRunCalls(calls: readonly RunCall[]): PackedRunCalls {
         size += tensorSize(t, { rows });
         continue;
       }
+      const raw = unalignedBytesOf(t);
+      if (raw && raw.byteLength >= OUT_OF_LINE_MIN_BYTES && isMovable(raw)) {
+        // Bytes at an offset their dtype cannot be viewed at: they move as they are, and the
+        // engine thread makes the aligned copy (tensor-codec.ts) instead of this one.
+        placed.set(t, { part: partFor(raw.buffer as ArrayBuffer), offset: raw.byteOffset });
+        movedBytes += raw.byteLength;
+        size += tensorSize(t, placed.get(t));
+        continue;
+      }
       const d = t.data;
       const file = inFile(t);
       if (file) placed.set(t, file);
@@ -150,10 +159,11 @@ export function encodeRunCalls(calls: readonly RunCall[]): PackedRunCalls {
  * A joined input's parts, when every one can be transferred and is worth a part of its own (each
  * a request's input of OUT_OF_LINE_MIN_BYTES or more); else null, and the input is joined here.
  */
-function rowsToMove(t: HostTensor): HostTensor["data"][] | null {
+function rowsToMove(t: HostTensor): Uint8Array[] | null {
   const rows = rowPartsOf(t);
   if (!rows) return null;
-  const data = rows.parts.map((p) => p.data);
+  // Each part's bytes as they lie (an unaligned input is never copied here to be aligned).
+  const data = rows.parts.map(bytesOfTensor);
   return data.every((d) => d.byteLength >= OUT_OF_LINE_MIN_BYTES && isMovable(d)) ? data : null;
 }
 

@@ -81,8 +81,9 @@ export class Writer {
     this.u32(t.shape.length);
     for (const d of t.shape) this.f64(d);
     this.at = align8(this.at);
-    // A joined input's bytes do not exist here: its length follows from its shape.
-    this.u32(kind === ROWS ? elementCount(t.shape) * dtypeSize(t.dtype) : t.data.byteLength);
+    // A joined input's bytes do not exist here, and an unaligned one's are not read as elements:
+    // the length follows from the shape.
+    this.u32(kind === ROWS || kind === OUT_OF_LINE ? elementCount(t.shape) * dtypeSize(t.dtype) : t.data.byteLength);
     this.u32(0);
     if (placed && "rows" in placed) {
       this.u32(placed.rows.length);
@@ -180,8 +181,13 @@ export class Reader {
       this.u32();
       const offset = this.f64();
       if (!part || offset + byteLength > part.byteLength) throw new Error("engine wire: an input past its part");
-      // A view where the bytes are aligned for the dtype (always, from the request path); else a copy.
-      return { dtype, shape, data: bytesAsTyped(dtype, new Uint8Array(part, offset, byteLength)) };
+      // A view where the bytes are aligned for the dtype; else a copy (a binary input after a JSON
+      // header of any length), made here rather than on the HTTP thread, into a reused buffer.
+      const bytes = new Uint8Array(part, offset, byteLength);
+      if (offset % dtypeSize(dtype) === 0) return { dtype, shape, data: bytesAsTyped(dtype, bytes) };
+      const aligned = this.takeBuffer(byteLength);
+      aligned.set(bytes);
+      return { dtype, shape, data: viewTyped(dtype, aligned.buffer, 0, elements) };
     }
     if (code & IN_FILE) {
       const offset = this.f64();

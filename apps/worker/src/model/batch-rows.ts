@@ -1,4 +1,4 @@
-import { type HostTensor, XlaserveError, allocTyped, dtypeSize, elementCount } from "@xlaserve/core";
+import { type HostTensor, XlaserveError, allocTyped, bytesOfTensor, dtypeSize, elementCount } from "@xlaserve/core";
 
 /** The smallest compiled size that holds `batch`, or undefined when none does. */
 export function chooseBatchSize(compiled: readonly number[], batch: number): number | undefined {
@@ -7,9 +7,8 @@ export function chooseBatchSize(compiled: readonly number[], batch: number): num
   return best;
 }
 
-function bytesOf(t: HostTensor): Uint8Array {
-  return new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-}
+/** A tensor's bytes as they lie (an unaligned input is not copied to be aligned first). */
+const bytesOf = bytesOfTensor;
 
 /** Pads a row-major tensor with zeros along `axis` up to `size` (no copy when already that size). */
 export function padAxis(tensor: HostTensor, axis: number, size: number): HostTensor {

@@ -9,6 +9,7 @@ import {
   isMovable,
   kserveName,
   noteMovable,
+  tensorOverBytes,
 } from "@xlaserve/core";
 import type { ServedModel } from "../contract.ts";
 import { badRequest } from "../http-error.ts";
@@ -52,8 +53,17 @@ export interface OutputHead {
 }
 
 /** A transport's part of decoding: where an input's elements are, once its head is checked. */
+/** An input's elements as bytes at an offset their dtype cannot be viewed at (unaligned-bytes.ts). */
+export class UnalignedElements {
+  constructor(
+    readonly bytes: Uint8Array,
+    /** Whether the bytes are the request's alone (a movable body), so a copy of them is too. */
+    readonly movable: boolean,
+  ) {}
+}
+
 export interface InputReader<T extends InputHead> {
-  read(input: T, dtype: DType, count: number, label: string): HostTypedArray;
+  read(input: T, dtype: DType, count: number, label: string): HostTypedArray | UnalignedElements;
   /** The input carries elements of its own, which cannot go with a shared-memory region. */
   hasOwnData(input: T): boolean;
 }
@@ -150,14 +160,19 @@ export function decodeInputs<T extends InputHead>(
     }
     const count = product(input.shape);
     const shared = sharedTensorRef(label, input.parameters);
-    let data: HostTypedArray;
+    let data: HostTypedArray | UnalignedElements;
     if (shared) {
       if (reader.hasOwnData(input)) throw badRequest(`${label} has both its own data and parameters.${SHM_REGION}`);
       data = readSharedInput(label, dtype, input.shape, count, shared, sharedMemory);
     } else {
       data = reader.read(input, dtype, count, label);
     }
-    inputs.set(input.name, { dtype, shape: input.shape, data });
+    inputs.set(
+      input.name,
+      data instanceof UnalignedElements
+        ? unalignedTensor(dtype, input.shape, data)
+        : { dtype, shape: input.shape, data },
+    );
   }
   return { inputs, batch };
 }
@@ -229,7 +244,7 @@ function decodeBinary(
   binary: Uint8Array,
   offset: number,
   size: number,
-): HostTypedArray {
+): HostTypedArray | UnalignedElements {
   const needed = count * dtypeSize(dtype);
   if (size !== needed) {
     throw badRequest(
@@ -247,10 +262,17 @@ function decodeBinary(
       if ((bytes[i] as number) > 1) throw badRequest(`${label}: BOOL element ${i} is byte ${bytes[i]}, not 0 or 1`);
     }
   }
-  const data = bytesAsTyped(dtype, bytes);
-  // Unaligned bytes were copied: the copy is this request's alone, as a movable body is.
-  if (data.buffer !== binary.buffer && isMovable(binary)) noteMovable(data.buffer);
-  return data;
+  if (bytes.byteOffset % dtypeSize(dtype) === 0) return bytesAsTyped(dtype, bytes);
+  return new UnalignedElements(bytes, isMovable(binary));
+}
+
+/**
+ * A tensor over unaligned bytes: copied into aligned storage only where its elements are read
+ * as such; a coalesced execution's join or the hand-over to the engine thread takes the bytes.
+ */
+function unalignedTensor(dtype: DType, shape: readonly number[], e: UnalignedElements): HostTensor {
+  // The copy is this request's alone, as a movable body is.
+  return tensorOverBytes(dtype, shape, e.bytes, e.movable ? (copy) => noteMovable(copy.buffer) : undefined);
 }
 
 /**
