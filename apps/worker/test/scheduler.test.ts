@@ -271,6 +271,22 @@ describe("device scheduler", () => {
     }
   });
 
+  test("a coalescing model with an execution in flight starts another only when its queue fills a whole batch", async () => {
+    const { s, runs, hold, release, queue } = harness({ maxInFlight: 2 });
+    const q = queue("a", { maxInFlight: 2 });
+    hold();
+    const first = s.submit(q, { variant: null, rows: 1, payload: 1 });
+    const few = [2, 3, 4].map((p) => s.submit(q, { variant: null, rows: 1, payload: p }));
+    // Three rows wait for the running execution rather than take the second slot alone.
+    expect([q.inFlight, q.figures().queued]).toEqual([1, 3]);
+    const more = [5, 6, 7, 8, 9].map((p) => s.submit(q, { variant: null, rows: 1, payload: p }));
+    // Eight queued fill b8: it starts beside the first.
+    expect([q.inFlight, q.figures().queued]).toEqual([2, 0]);
+    release();
+    expect(await Promise.all([first, ...few, ...more])).toEqual([2, 4, 6, 8, 10, 12, 14, 16, 18]);
+    expect(runs.map((r) => r.size)).toEqual([1, 8]);
+  });
+
   test("a max queue delay holds a partial batch, and a full one leaves at once", async () => {
     const { s, runs, queue } = harness({ maxInFlight: Number.POSITIVE_INFINITY });
     const q = queue("a", { maxQueueDelayMs: 150 });

@@ -155,7 +155,7 @@ export class DeviceScheduler {
       this.options.maxInFlight > 1 &&
       this.inFlight === this.options.maxInFlight - 1;
     for (const q of this.queues) {
-      if (q.items.length === 0 || q.inFlight >= q.policy.maxInFlight) continue;
+      if (q.items.length === 0 || q.inFlight >= q.policy.maxInFlight || !q.mayOverlap()) continue;
       if ((engineFull || (lastSlot && q.inFlight > 0)) && !q.nextRunsInline()) continue;
       const held = q.heldUntil(now);
       if (held > 0) wakeAt = Math.min(wakeAt, held);
