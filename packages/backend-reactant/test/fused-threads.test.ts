@@ -13,6 +13,7 @@ import {
 } from "../src/plan/fused-simd.ts";
 import { SplitGovernor } from "../src/parallel/split-governor.ts";
 import { WasmPool } from "../src/parallel/wasm-pool.ts";
+import { I32, name, op, section, vec } from "../src/blas/wasm-encode.ts";
 import { type SplitLayout, splitCall } from "../src/plan/fused-simd-split.ts";
 import { Program } from "../src/plan/program.ts";
 import { randomBits } from "./helpers/random-bits.ts";
@@ -176,6 +177,95 @@ describe("a pool whose thread does not start", () => {
     expect(pool.run(0, () => ran++, [[], []], 2)).toBe(false);
     expect(ran).toBe(0);
     expect(performance.now() - t0).toBeLessThan(5000);
+  });
+});
+
+/** A module importing a shared memory of one page: run(addr, value, spin) stores value at addr after counting spin down. */
+function storeModule(): WebAssembly.Module {
+  const body = [
+    0,
+    ...op.block,
+    ...op.loop,
+    ...op.get(2),
+    0x45, // i32.eqz
+    ...op.brIf(1),
+    ...op.get(2),
+    ...op.i32(1),
+    ...op.i32Sub,
+    ...op.set(2),
+    ...op.br(0),
+    ...op.end,
+    ...op.end,
+    ...op.get(0),
+    ...op.get(1),
+    0x36,
+    2,
+    0, // i32.store
+    ...op.end,
+  ];
+  const bytes = [
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...section(1, vec([[0x60, ...vec([[I32], [I32], [I32]]), ...vec([])]])),
+    ...section(2, vec([[...name("e"), ...name("m"), 0x02, 0x03, 0x00, 1]])),
+    ...section(3, vec([[0]])),
+    ...section(7, vec([[...name("run"), 0x00, 0]])),
+    ...section(10, vec([[body.length, ...body]])),
+  ];
+  return new WebAssembly.Module(new Uint8Array(bytes));
+}
+
+describe("the pool's shares", () => {
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+  const module = storeModule();
+  const local = new WebAssembly.Instance(module, { e: { m: memory } }).exports.run as (...a: number[]) => void;
+  const words = new Int32Array(memory.buffer);
+
+  test("a thread computes a share while the caller computes its own", () => {
+    const pool = new WasmPool(memory, 3);
+    pool.governor.enabled = false;
+    const id = pool.register(module);
+    // The caller's share counts long enough (milliseconds) for the threads to take theirs.
+    let calls = 0;
+    for (let i = 1; i <= 20 && calls - pool.taken < 2; i++, calls += 2) {
+      expect(
+        pool.run(
+          id,
+          local,
+          [
+            [0, i, 2_000_000],
+            [4, i, 0],
+            [8, i, 0],
+          ],
+          3,
+        ),
+      ).toBe(true);
+      expect(Array.from(words.subarray(0, 3))).toEqual([i, i, i]);
+    }
+    expect(calls - pool.taken).toBeGreaterThan(0);
+    pool.close();
+  });
+
+  test("a share whose thread never starts it is computed by the caller", () => {
+    const sleeper = new URL("./helpers/pool-sleeper.ts", import.meta.url).href;
+    const pool = new WasmPool(memory, 2, { script: sleeper });
+    pool.governor.enabled = false;
+    const id = pool.register(module);
+    for (let i = 1; i <= 3; i++) {
+      expect(
+        pool.run(
+          id,
+          local,
+          [
+            [0, 10 + i, 0],
+            [4, 20 + i, 0],
+          ],
+          2,
+        ),
+      ).toBe(true);
+      expect(Array.from(words.subarray(0, 2))).toEqual([10 + i, 20 + i]);
+    }
+    expect(pool.taken).toBe(3);
+    pool.close();
   });
 });
 

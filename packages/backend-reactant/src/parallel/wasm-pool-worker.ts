@@ -13,6 +13,9 @@ import {
   PENDING,
   type PoolInit,
   type PoolModule,
+  CLAIM,
+  OPEN,
+  THREAD,
   READY,
   SEQ,
   STOP,
@@ -51,6 +54,9 @@ function serve(init: PoolInit): void {
     if (Atomics.load(control, STOP) !== 0) break;
     if (seq === seen) continue;
     seen = seq;
+    // The caller may have taken the share already (this thread woke late), or this may be a
+    // later call's share, opened before its sequence bump: the claim decides, not the sequence.
+    if (Atomics.compareExchange(control, base + CLAIM, OPEN, THREAD) !== OPEN) continue;
     try {
       const argc = control[base + ARGC] as number;
       args.length = argc;

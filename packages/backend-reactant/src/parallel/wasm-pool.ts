@@ -18,6 +18,9 @@ import {
   MODULE,
   PENDING,
   type PoolInit,
+  CALLER,
+  CLAIM,
+  OPEN,
   READY,
   type PoolModule,
   SEQ,
@@ -47,6 +50,8 @@ export class WasmPool {
   private readonly threads: Thread[] = [];
   private readonly modules: WebAssembly.Module[] = [];
   private closed = false;
+  /** Shares the caller took from threads that had not started them (tests, benchmarks). */
+  taken = 0;
   /** Whether calls are worth splitting now (split-governor.ts). */
   readonly governor = new SplitGovernor();
 
@@ -60,6 +65,8 @@ export class WasmPool {
     private readonly options: { script?: string; startMs?: number } = {},
   ) {
     this.control = new Int32Array(new SharedArrayBuffer((HEADER + Math.max(0, capacity - 1) * SLOT) * 4));
+    // No share to take until a call opens one.
+    for (let t = 0; t < capacity - 1; t++) this.control[slotBase(t) + CLAIM] = CALLER;
   }
 
   /** Whether calls can go to the threads (not closed, no thread failed, the governor allows). */
@@ -94,6 +101,7 @@ export class WasmPool {
       control[base + MODULE] = id;
       control[base + ARGC] = args.length;
       for (let i = 0; i < args.length; i++) control[base + ARGS + i] = args[i] as number;
+      Atomics.store(control, base + CLAIM, OPEN);
       Atomics.add(control, base + SEQ, 1);
       Atomics.notify(control, base + SEQ, 1);
     }
@@ -102,7 +110,20 @@ export class WasmPool {
     try {
       local(...(shares[0] as readonly number[]));
       own = performance.now() - started;
+      // Shares whose thread has not started yet are computed here (the same module, so the
+      // same bits), rather than waiting for a thread that has no core.
+      for (let s = 1; s < n; s++) {
+        const claim = slotBase(s - 1) + CLAIM;
+        if (Atomics.compareExchange(control, claim, OPEN, CALLER) !== OPEN) continue;
+        this.taken++;
+        local(...(shares[s] as readonly number[]));
+        Atomics.sub(control, PENDING, 1);
+      }
     } finally {
+      // Shares still open (local threw) are closed so no thread starts them late.
+      for (let s = 1; s < n; s++)
+        if (Atomics.compareExchange(control, slotBase(s - 1) + CLAIM, OPEN, CALLER) === OPEN)
+          Atomics.sub(control, PENDING, 1);
       this.join();
     }
     const now = performance.now();
