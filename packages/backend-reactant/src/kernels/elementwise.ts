@@ -73,6 +73,11 @@ export function makeElementwise(
 }
 
 function generate(inTypes: ElemType[], outType: ElemType, expr: ExprBuilder, mask: number): Loop {
+  return new Function("inputs", "out", "n", "H", loopSource(inTypes, outType, expr, mask)) as Loop;
+}
+
+/** The body of the loop `generate` makes (exported for the test that the types are in it). */
+export function loopSource(inTypes: ElemType[], outType: ElemType, expr: ExprBuilder, mask: number): string {
   const lines: string[] = [];
   const names: string[] = [];
   inTypes.forEach((t, k) => {
@@ -85,6 +90,9 @@ function generate(inTypes: ElemType[], outType: ElemType, expr: ExprBuilder, mas
     body.push(`const v${k} = ${mask & (1 << k) ? `s${k}` : loadExpr(t, `I${k}`, "i")};`);
   });
   body.push(storeStmt(outType, "out", "i", expr(names)));
-  const source = `${lines.join("\n")}\nfor (let i = 0; i < n; i++) {\n${body.join("\n")}\n}`;
-  return new Function("inputs", "out", "n", "H", source) as Loop;
+  // The types named in the text: JavaScriptCore shares one compiled body and one type profile
+  // between functions of the same source, so a compare of i32 and one of f32 (the same text
+  // otherwise) would each run code made for both kinds of array.
+  const tag = `// ${inTypes.join(",")} -> ${outType}`;
+  return `${tag}\n${lines.join("\n")}\nfor (let i = 0; i < n; i++) {\n${body.join("\n")}\n}`;
 }
