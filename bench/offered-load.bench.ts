@@ -22,7 +22,8 @@
  * --flood-max-batch set the flooding model's scheduler.models entry (queueDepth: how many of its
  * requests wait before the rest are refused with 429 before their bodies are read; maxBatchSize:
  * the rows of one of its executions, which bounds how long a light request can wait behind one
- * on a device that cannot be preempted), through a configuration file given to the worker.
+ * on a device that cannot be preempted), through a configuration file given to the worker;
+ * --max-in-flight sets the device's executions in flight for those runs (scheduler.maxInFlight).
  * --image runs a synthetic bundle of ResNet-50's input (f32[1,224,224,3], 602 KB a request) whose
  * compute is a slice (tests/e2e/image-bundle.ts) as the ResNet-class model: what is measured is
  * then the host's path for such a request.
@@ -62,7 +63,7 @@ import { type XlaCpuCeiling, xlaCpuCeiling } from "./lib/xla-cpu-ceiling.ts";
 const USAGE = `bun bench/offered-load.bench.ts [--engine reactant|pjrt] [--plugin P] [--models DIR] [--resnet DIR]
   [--duration-s 3] [--clients 32] [--light-rate 50] [--only mlp,resnet,fairness] [--wire json|binary]
   [--xla-models DIR] [--results-dir DIR] [--image] [--flood-factor 10] [--flood-queue-depth N]
-  [--flood-max-batch N]`;
+  [--flood-max-batch N] [--max-in-flight N]`;
 const { values } = parseFlags(USAGE, {
   engine: { type: "string", default: "reactant" },
   plugin: { type: "string" },
@@ -78,6 +79,7 @@ const { values } = parseFlags(USAGE, {
   image: { type: "boolean" },
   "flood-factor": { type: "string", default: "10" },
   "flood-queue-depth": { type: "string" },
+  "max-in-flight": { type: "string" },
   "flood-max-batch": { type: "string" },
 });
 const engine = values.engine === "pjrt" ? "pjrt" : "reactant";
@@ -92,6 +94,8 @@ const floodQueueDepth =
   values["flood-queue-depth"] === undefined ? undefined : intFlag(values["flood-queue-depth"], 0, "flood-queue-depth");
 const floodMaxBatch =
   values["flood-max-batch"] === undefined ? undefined : intFlag(values["flood-max-batch"], 0, "flood-max-batch");
+const maxInFlight =
+  values["max-in-flight"] === undefined ? undefined : intFlag(values["max-in-flight"], 0, "max-in-flight");
 const examples = resolve(
   typeof values.models === "string" ? values.models : resolve(import.meta.dir, "../examples/models"),
 );
@@ -106,6 +110,7 @@ result.figure("flood", {
   factor: floodFactor,
   queueDepth: floodQueueDepth ?? null,
   maxBatchSize: floodMaxBatch ?? null,
+  maxInFlight: maxInFlight ?? null,
 });
 
 const xlaModels = typeof values["xla-models"] === "string" ? resolve(values["xla-models"]) : null;
@@ -201,12 +206,18 @@ async function startWith(
 
 let configs = 0;
 
-/** The flooding model's scheduler.models entry from the --flood-* flags, or undefined when none is set. */
+/**
+ * The fairness runs' scheduler section: the flooding model's entry from the --flood-* flags and the
+ * device's executions in flight from --max-in-flight; undefined when none is set.
+ */
 function floodConfig(heavy: Target): Record<string, unknown> | undefined {
   const entry: Record<string, number> = {};
   if (floodQueueDepth !== undefined) entry.queueDepth = floodQueueDepth;
   if (floodMaxBatch !== undefined) entry.maxBatchSize = floodMaxBatch;
-  return Object.keys(entry).length === 0 ? undefined : { scheduler: { models: { [heavy.name]: entry } } };
+  const scheduler: Record<string, unknown> = {};
+  if (Object.keys(entry).length > 0) scheduler.models = { [heavy.name]: entry };
+  if (maxInFlight !== undefined) scheduler.maxInFlight = maxInFlight;
+  return Object.keys(scheduler).length === 0 ? undefined : { scheduler };
 }
 
 /** An infer request's bytes and the headers they need. */

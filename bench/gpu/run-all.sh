@@ -54,6 +54,8 @@
 #                  the load generator's capacity, and the light model's p99 under a 10x flood (fifo,
 #                  fair): PJRT with the MLP and ResNet-50 (skipped, saying so, without a PJRT plugin),
 #                  then the CPU engine with the examples on this host's cores
+#   fairness       the scheduler phase's fairness flood alone (PJRT, MLP under a 10x ResNet-50 flood),
+#                  with the device's default executions in flight and with one (scheduler.maxInFlight)
 #   http-vs-reuseport  bench/http-vs-reuseport.bench.ts: one worker process (the anchor) against
 #                  `xlaserve node --workers N` (N processes on one port, SO_REUSEPORT), the same MLP
 #                  and load generator, N = 2, 4, 8 (up to the cores)
@@ -87,9 +89,9 @@ for p in "${phases[@]}"; do
     all) expanded+=(setup export compile-load restart first-result worker-start memory memory-worker cpu) ;;
     part1) expanded+=(setup export compile-load restart first-result cpu) ;;
     part2) expanded+=(setup export worker-start memory memory-worker) ;;
-    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|portable|http|grpc|scheduler|http-vs-reuseport) expanded+=("$p") ;;
+    setup|export|gpu-tests|load-diag|compile-load|load-alloc|load-faults|hedged-loads|thread-loads|restart|restart-pinned|first-result|worker-start|fleet-join|reload-stall|memory|memory-worker|cpu|zoo|portable|http|grpc|scheduler|fairness|http-vs-reuseport) expanded+=("$p") ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
-    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc scheduler http-vs-reuseport part1 part2 all)" >&2; exit 2 ;;
+    *) echo "unknown phase: $p (setup export gpu-tests load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc scheduler fairness http-vs-reuseport part1 part2 all)" >&2; exit 2 ;;
   esac
 done
 # setup (and export, for anything that reads bundles) first, once each.
@@ -364,6 +366,18 @@ for phase in "${ordered[@]}"; do
           --results-dir "$RES"
       else
         echo "grpc-pjrt: skipped, no PJRT plugin on this host (setup found none)"
+      fi
+      ;;
+    fairness)
+      # Whether the device's second execution slot is what a light model's p99 waits behind.
+      if [ -n "${XLASERVE_PJRT_PLUGIN:-}" ] && [ -f "$WORK/models/resnet50/manifest.yaml" ]; then
+        for slots in 0 1; do
+          run_step "fairness-pjrt-in-flight-$slots" 120 bun bench/offered-load.bench.ts --engine pjrt \
+            --plugin "$XLASERVE_PJRT_PLUGIN" --models "$WORK/models" --resnet "$WORK/models/resnet50" --clients 64 \
+            --light-rate 200 --duration-s 2 --wire binary --only fairness --max-in-flight "$slots" --results-dir "$RES"
+        done
+      else
+        echo "fairness: skipped, no PJRT plugin or ResNet-50 export on this host"
       fi
       ;;
     scheduler)
