@@ -10,13 +10,22 @@
 import { I32, V128, name, op, section, u32, vec } from "../blas/wasm-encode.ts";
 import type { Layout, Node } from "./fused-codegen.ts";
 import { MATH } from "./fused-simd-math.ts";
-import { Body, F32_LOAD, I32_LOAD16_U, I32_LT_U, S, f32Bits, splat32 } from "./simd-body.ts";
+import { Body, F32_LOAD, I32_LOAD, I32_LOAD16_U, I32_LT_U, S, f32Bits, splat32 } from "./simd-body.ts";
 
 /** wasm `select`: [a, b, c] -> c ? a : b. */
 const SELECT = [0x1b];
 
 export type Narrow = "f32" | "bf16" | "f16";
-export const SIZE: Record<Narrow, number> = { f32: 4, bf16: 2, f16: 2 };
+/** What a leaf can hold: a float type, or i32 read only through a convert to f32. */
+export type Lane = Narrow | "i32";
+/**
+ * What a module can store: a float type, or a signed integer a float tree is converted to as
+ * its last op (a quantizing layer's round, clip and convert to i8).
+ */
+export type Stored = Lane | "i8" | "i16";
+export const SIZE: Record<Stored, number> = { f32: 4, bf16: 2, f16: 2, i32: 4, i16: 2, i8: 1 };
+/** The signed integer types a float tree's result can be converted to. */
+export const INT_RESULTS: ReadonlySet<string> = new Set(["i8", "i16", "i32"]);
 
 export const BINARY: Record<string, number[]> = {
   add: S.add,
@@ -26,7 +35,19 @@ export const BINARY: Record<string, number[]> = {
   maximum: S.max,
   minimum: S.min,
 };
-export const UNARY: Record<string, number[]> = { negate: S.neg, abs: S.abs, sqrt: S.sqrt };
+/**
+ * floor, ceil and round_nearest_even are IEEE's roundings to an integer (the sign of a zero
+ * result kept, NaN and infinities unchanged), as Math.floor / Math.ceil and the loop's
+ * round-half-even give them; an integer so rounded from a bf16 / f16 value is one of that type.
+ */
+export const UNARY: Record<string, number[]> = {
+  negate: S.neg,
+  abs: S.abs,
+  sqrt: S.sqrt,
+  floor: S.floor,
+  ceil: S.ceil,
+  round_nearest_even: S.nearest,
+};
 
 /** The value on the stack (f32 lanes) rounded to bf16's precision; NaN stays NaN. */
 function roundBf16(b: Body): void {
@@ -55,7 +76,7 @@ function roundF16(b: Body): void {
   b.emit(op.get(t), S.abs, splat32(f32Bits(65520)), S.f32Ge, S.bitselect);
 }
 
-function roundTo(b: Body, t: Narrow): void {
+function roundTo(b: Body, t: Stored): void {
   if (t === "bf16") roundBf16(b);
   else if (t === "f16") roundF16(b);
 }
@@ -75,8 +96,8 @@ function widenF16(b: Body): void {
   b.emit(op.get(h), splat32(0x8000), S.and, op.i32(16), S.shl, S.or);
 }
 
-/** i32 lanes of 16-bit storage -> f32 values. */
-function widen(b: Body, t: Narrow): void {
+/** i32 lanes of 16-bit storage -> f32 values (i32 values stay as they are). */
+function widen(b: Body, t: Lane): void {
   if (t === "bf16") b.emit(op.i32(16), S.shl);
   else if (t === "f16") widenF16(b);
 }
@@ -103,9 +124,9 @@ function encode16(b: Body, t: "bf16" | "f16"): void {
  * the value it holds (`valueTypes`): a value computed between modules is kept as f32.
  */
 export interface Plan {
-  readonly loadTypes: Narrow[];
-  readonly valueTypes: Narrow[];
-  readonly outType: Narrow;
+  readonly loadTypes: Lane[];
+  readonly valueTypes: Lane[];
+  readonly outType: Stored;
   readonly classes: Layout["classes"];
 }
 
@@ -132,15 +153,24 @@ function emitTree(
       if (f16) roundF16(b);
     });
   } else if (name !== "convert") b.emit(BINARY[name] ?? UNARY[name] ?? []);
+  else {
+    // i32 -> f32 rounds to nearest, ties to even, as Math.fround of the integer does; a float
+    // -> integer convert truncates with saturation and NaN -> 0 (the loop's convertExpr): to
+    // i32 here, to i16 / i8 by the saturating narrowings at the store.
+    const from = resultType(n.children[0] as Node, plan);
+    const to = resultType(n, plan);
+    if (from === "i32") b.emit(S.convertS);
+    else if (INT_RESULTS.has(to)) b.emit(S.truncSatS);
+  }
   roundTo(b, resultType(n, plan));
 }
 
 /** The element type an op node produces (its children's, or a convert's target). */
-function resultType(n: Node, plan: Plan): Narrow {
-  if (n.kind !== "op") return plan.valueTypes[n.kind === "leaf" ? n.index : n.leaf] as Narrow;
+function resultType(n: Node, plan: Plan): Stored {
+  if (n.kind !== "op") return plan.valueTypes[n.kind === "leaf" ? n.index : n.leaf] as Lane;
   if (n.op.name.endsWith("convert")) {
     const r = n.op.resultTypes[n.op.resultTypes.length - 1];
-    return (r && "elem" in r ? r.elem : "f32") as Narrow;
+    return (r && "elem" in r ? r.elem : "f32") as Stored;
   }
   return resultType(n.children[0] as Node, plan);
 }
@@ -162,10 +192,11 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   const b = new Body(firstV);
   const held = new Map<number, number>();
   const scalarInto = (k: number, index: number | null) => {
-    const t = plan.loadTypes[k] as Narrow;
+    const t = plan.loadTypes[k] as Lane;
     b.emit(op.get(ptr(k)));
     if (index !== null) b.emit(op.get(index), op.i32(SIZE[t]), op.i32Mul, op.i32Add);
     if (t === "f32") b.emit(F32_LOAD, S.f32Splat);
+    else if (t === "i32") b.emit(I32_LOAD, S.i32Splat);
     else {
       b.emit(I32_LOAD16_U, S.i32Splat);
       widen(b, t);
@@ -186,11 +217,11 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
       b.emit(op.get(local));
       return;
     }
-    const t = plan.loadTypes[k] as Narrow;
+    const t = plan.loadTypes[k] as Lane;
     b.emit(op.get(ptr(k)), op.get(J));
     if (c === "d") b.emit(op.get(W), op.i32Add);
     b.emit(op.i32(SIZE[t]), op.i32Mul, op.i32Add);
-    if (t === "f32") b.emit(S.load);
+    if (t === "f32" || t === "i32") b.emit(S.load);
     else {
       b.emit(S.load16x4u);
       widen(b, t);
@@ -208,6 +239,13 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   if (plan.outType === "f32") {
     const x = b.temp();
     b.emit(op.set(x), splat32(0x7fc00000), op.get(x), op.get(x), op.get(x), S.f32Ne, S.bitselect, S.store);
+  } else if (plan.outType === "i32") b.emit(S.store);
+  else if (plan.outType === "i16" || plan.outType === "i8") {
+    // Saturating narrowings: i32 lanes -> i16 (-> i8) clamp as the loop's convert does.
+    const v = b.temp();
+    b.emit([0x22, ...u32(v)], op.get(v), S.narrowI32S);
+    if (plan.outType === "i16") b.emit(S.store64Lane0);
+    else b.emit([0x22, ...u32(v)], op.get(v), S.narrowI16S, S.store32Lane0);
   } else {
     encode16(b, plan.outType);
     const h = b.temp();

@@ -34,7 +34,17 @@ import { SPECIAL_FUNCTIONS, UNARY_OPS } from "../kernels/elementwise-ops.ts";
 import { hasFloatUnary, roundExpr, unaryExpr } from "../kernels/expr.ts";
 import type { Layout, LeafClass, Node } from "./fused-codegen.ts";
 import { MATH } from "./fused-simd-math.ts";
-import { BINARY, type Narrow, type Plan, SIZE, UNARY, moduleBytes } from "./fused-simd-module.ts";
+import {
+  BINARY,
+  INT_RESULTS,
+  type Lane,
+  type Narrow,
+  type Plan,
+  SIZE,
+  type Stored,
+  UNARY,
+  moduleBytes,
+} from "./fused-simd-module.ts";
 import { type SplitLayout, elementCost, sharesFor, splitCall } from "./fused-simd-split.ts";
 import { engineThreads } from "../parallel/threads.ts";
 import { WasmPool } from "../parallel/wasm-pool.ts";
@@ -70,13 +80,19 @@ const MAX_THREADS = 256;
 let memory: WebAssembly.Memory | null | undefined;
 /** Pages of the shared memory modules import, or null where only a plain memory could be made. */
 let sharedPages: number | null = null;
+let i8 = new Int8Array(0);
 let u16 = new Uint16Array(0);
+let i16 = new Int16Array(0);
 let u32 = new Uint32Array(0);
+let i32 = new Int32Array(0);
 let f32 = new Float32Array(0);
 
 function viewMemory(mem: WebAssembly.Memory): void {
+  i8 = new Int8Array(mem.buffer);
   u16 = new Uint16Array(mem.buffer);
+  i16 = new Int16Array(mem.buffer);
   u32 = new Uint32Array(mem.buffer);
+  i32 = new Int32Array(mem.buffer);
   f32 = new Float32Array(mem.buffer);
 }
 let disabled = false;
@@ -177,24 +193,43 @@ function scriptUnary(n: string, t: Narrow): string | null {
   return hasFloatUnary(n) ? unaryExpr(n, t, "x") : null;
 }
 
-/** The tree's value type where every op is in the subset and every type one of the three; null otherwise. */
-function check(tree: Node, leaves: readonly NDArray[], literals: readonly (number | null)[]): Narrow | null {
+const isFloat = (t: string | null | undefined): t is Narrow => t === "f32" || t === "bf16" || t === "f16";
+
+/**
+ * The tree's value type where every op is in the subset and every type one of the three floats,
+ * with two integer ends: an i32 leaf converted to f32 (a quantized GEMM's accumulator; the
+ * rounding is the one Math.fround does), and a float tree converted to i8 / i16 / i32 as the
+ * root (`root`); null otherwise.
+ */
+function check(
+  tree: Node,
+  leaves: readonly NDArray[],
+  literals: readonly (number | null)[],
+  root = true,
+): Stored | null {
   if (tree.kind !== "op") {
     const k = tree.kind === "leaf" ? tree.index : tree.leaf;
-    const t = (leaves[k] as NDArray).type;
+    const leaf = leaves[k] as NDArray;
+    const t = leaf.type;
+    if (t === "i32") return leaf.data instanceof Int32Array && (literals[k] ?? null) === null ? "i32" : null;
     if (t !== "f32" && t !== "bf16" && t !== "f16") return null;
     return literals[k] !== null && literals[k] !== undefined && t !== "f32" ? null : t;
   }
-  const kids = tree.children.map((c) => check(c, leaves, literals));
+  const kids = tree.children.map((c) => check(c, leaves, literals, false));
   if (kids.some((k) => k === null)) return null;
   const n = opName(tree);
-  const first = kids[0] as Narrow | undefined;
-  if (first === undefined) return null;
+  const first = kids[0];
+  if (first === undefined || first === null) return null;
   if (n === "convert") {
     const r = tree.op.resultTypes[tree.op.resultTypes.length - 1];
     const to = r && "elem" in r ? (r.elem as ElemType) : null;
-    return kids.length === 1 && (to === "f32" || to === "bf16" || to === "f16") ? to : null;
+    if (kids.length !== 1 || to === null) return null;
+    // i32 -> f32 only: to bf16 / f16 through f32 would round twice.
+    if (first === "i32") return to === "f32" ? "f32" : null;
+    if (isFloat(to)) return to;
+    return root && INT_RESULTS.has(to) ? (to as Stored) : null;
   }
+  if (!isFloat(first)) return null;
   if (BINARY[n] && kids.length === 2 && kids[1] === first) return first;
   if (kids.length === 1 && (UNARY[n] || MATH[n] || scriptUnary(n, first) !== null)) return first;
   return null;
@@ -224,12 +259,7 @@ function passFor(n: string, t: Narrow): Stage["pass"] {
 }
 
 /** Replaces every unary op outside the instruction set by a leaf numbered after the real ones. */
-function splitStages(
-  tree: Node,
-  count: number,
-  classes: LeafClass[],
-  types: Narrow[],
-): { root: Node; stages: Stage[] } {
+function splitStages(tree: Node, count: number, classes: LeafClass[], types: Lane[]): { root: Node; stages: Stage[] } {
   const stages: Stage[] = [];
   const level = (n: Node): number => {
     if (n.kind !== "op") {
@@ -238,6 +268,7 @@ function splitStages(
     }
     return Math.max(0, ...n.children.map(level));
   };
+  // A staged function's operand is a float (check takes unary ops on floats only).
   const typeOf = (n: Node): Narrow => {
     if (n.kind !== "op") return types[n.kind === "leaf" ? n.index : n.leaf] as Narrow;
     if (opName(n) === "convert") {
@@ -276,15 +307,15 @@ function widenInto(data: Uint16Array, n: number, type: Narrow, at: number): void
 
 /** `outer` rows of `inner` elements, row i at off + i * pitch of `data`, to byte `at` of the memory. */
 function copyRows(
-  data: Float32Array | Uint16Array,
+  data: Float32Array | Int32Array | Uint16Array,
   off: number,
   pitch: number,
   outer: number,
   inner: number,
   at: number,
 ) {
-  const view = data instanceof Float32Array ? f32 : u16;
-  const o = data instanceof Float32Array ? at >> 2 : at >> 1;
+  const view = data instanceof Float32Array ? f32 : data instanceof Int32Array ? i32 : u16;
+  const o = data instanceof Uint16Array ? at >> 1 : at >> 2;
   for (let i = 0; i < outer; i++) {
     const from = off + i * pitch;
     view.set(data.subarray(from, from + inner), o + i * inner);
@@ -323,16 +354,16 @@ export function generateSimd(
   // GEMM result) are copied in row by row, so the module reads them like the output.
   const sliced = layout.classes.map((c) => c === "g");
   const classes = layout.classes.map((c): LeafClass => (c === "g" ? "d" : c));
-  const valueTypes = leaves.map((l) => l.type as Narrow);
+  const valueTypes = leaves.map((l) => l.type as Lane);
   const { root, stages } = splitStages(tree, count, classes, valueTypes);
   const total = count + stages.length;
   // Stage results, and rows read again for every outer index (per-channel parameters), are
   // kept as f32: a row is widened once per call instead of once per vector.
-  const loadTypes = valueTypes.map((t, k): Narrow => (k < count && classes[k] !== "r" ? t : "f32"));
+  const loadTypes = valueTypes.map((t, k): Lane => (k < count && (classes[k] !== "r" || t === "i32") ? t : "f32"));
   const allLiterals = [...literals, ...stages.map(() => null)];
   // A per-row stage runs as one row of `outer` elements: its column leaves become that row.
   const rowClasses = classes.map((c): LeafClass => (c === "c" ? "r" : c));
-  const plan = (outType: Narrow, cls: LeafClass[]): Plan => ({ loadTypes, valueTypes, outType, classes: cls });
+  const plan = (outType: Stored, cls: LeafClass[]): Plan => ({ loadTypes, valueTypes, outType, classes: cls });
   const stageRuns: (Compiled | null)[] = stages.map((s) =>
     instantiate(moduleBytes(s.tree, plan("f32", s.perRow ? rowClasses : classes), allLiterals, sharedPages), mem),
   );
@@ -381,7 +412,7 @@ export function generateSimd(
     reserve(mem, outAt + outBytes + 16);
     for (let k = 0; k < count; k++) {
       if (literals[k] !== null && literals[k] !== undefined) continue;
-      const d = (ls[k] as NDArray).data as Float32Array | Uint16Array;
+      const d = (ls[k] as NDArray).data as Float32Array | Int32Array | Uint16Array;
       // One array read as several leaves (x in GELU's x + 0.044715 x^3, times x) is copied once.
       const twin = sliced[k] ? -1 : twinOf(ls, k);
       if (twin >= 0) {
@@ -396,6 +427,7 @@ export function generateSimd(
         // Runs start 16-byte aligned, so an element index in the view of the leaf's own size.
         const run = n === d.length ? d : d.subarray(0, n);
         if (run instanceof Float32Array) f32.set(run, (args[2 + k] as number) >> 2);
+        else if (run instanceof Int32Array) i32.set(run, (args[2 + k] as number) >> 2);
         else u16.set(run, (args[2 + k] as number) >> 1);
       }
     }
@@ -417,9 +449,13 @@ export function generateSimd(
     args[2 + total] = outAt;
     call(final, args, finalLayout, finalCost);
     runs++;
-    const o = out as Float32Array | Uint16Array;
-    if (o instanceof Float32Array) o.set(f32.subarray(outAt >> 2, (outAt + outBytes) >> 2));
-    else o.set(u16.subarray(outAt >> 1, (outAt + outBytes) >> 1));
+    const from = outAt / outSize;
+    const to = (outAt + outBytes) / outSize;
+    if (out instanceof Float32Array) out.set(f32.subarray(from, to));
+    else if (out instanceof Int8Array) out.set(i8.subarray(from, to));
+    else if (out instanceof Int16Array) out.set(i16.subarray(from, to));
+    else if (out instanceof Int32Array) out.set(i32.subarray(from, to));
+    else (out as Uint16Array).set(u16.subarray(from, to));
     return true;
   };
   return { loop, outType };

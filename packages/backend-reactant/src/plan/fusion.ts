@@ -179,22 +179,34 @@ const SIMD_MIN_ELEMENTS = 64;
  * Whether the SIMD loop pays for its copies in and out: where the tree evaluates tanh, exp or
  * logistic (XLA's algorithms, several times cheaper four lanes at a time), works on f16 / bf16
  * (which the JavaScript loop decodes and encodes one element at a time), or is large enough to
- * be split over the engine's threads (fused-simd-split.ts). For f32 arithmetic alone (an LSTM's
- * bias add, a sum of two products) on one thread the JavaScript loop was 2 to 4 times faster at
- * 64 to 1M elements, the copies costing more than the loop itself. Same bits either way.
+ * be split over the engine's threads (fused-simd-split.ts), or rounds and converts to integers
+ * (ROUNDINGS). For f32 arithmetic alone (an LSTM's bias add, a sum of two products) on one thread
+ * the JavaScript loop was 2 to 4 times faster at 64 to 1M elements, the copies costing more than
+ * the loop itself. Same bits either way.
  */
 function simdPays(tree: Node, leaves: readonly NDArray[], count: number): boolean {
   for (const l of leaves) if (l.type === "bf16" || l.type === "f16") return true;
   if (sharesFor(count, elementCost(tree, false), engineThreads()) > 1) return true;
   const visit = (n: Node): boolean => {
     if (n.kind !== "op") return false;
-    if (MATH[n.op.name.replace(/^(stablehlo|chlo)\./, "")] !== undefined) return true;
+    const name = n.op.name.replace(/^(stablehlo|chlo)\./, "");
+    if (MATH[name] !== undefined || ROUNDINGS.has(name)) return true;
     const t = n.op.resultTypes[n.op.resultTypes.length - 1];
     if (isTensorType(t) && (t.elem === "bf16" || t.elem === "f16")) return true;
+    // A quantizing layer's last step, a float tree converted to an integer (saturating in SIMD,
+    // compares and a truncation per element in the loop).
+    if (isTensorType(t) && name === "convert" && (t.elem === "i8" || t.elem === "i16" || t.elem === "i32")) return true;
     return n.children.some(visit);
   };
   return visit(tree);
 }
+
+/**
+ * Roundings to an integer: the JavaScript loop's round half to even is an add, a subtract and a
+ * zero-sign fix-up with branches on the data; with a quantizing layer's clip and convert to i8
+ * it ran at about 60 ns an element against well under 10 in SIMD (int8_mlp b32's requantize).
+ */
+const ROUNDINGS: ReadonlySet<string> = new Set(["round_nearest_even", "floor", "ceil"]);
 
 /** How many leaf shape sets a fused kernel keeps prepared besides the last. */
 const RECENT_SHAPES = 12;

@@ -10,6 +10,7 @@ export const S = {
   load16x4u: simd(0x04, 0, 0),
   store: simd(0x0b, 0, 0),
   store64Lane0: simd(0x5b, 0, 0, 0),
+  store32Lane0: simd(0x5a, 0, 0, 0),
   i32Splat: simd(0x11),
   f32Splat: simd(0x13),
   i32Eq: simd(0x37),
@@ -24,6 +25,9 @@ export const S = {
   or: simd(0x50),
   bitselect: simd(0x52),
   narrowU: simd(0x86),
+  /** i8x16.narrow_i16x8_s / i16x8.narrow_i32x4_s: signed, saturating. */
+  narrowI16S: simd(0x65),
+  narrowI32S: simd(0x85),
   shl: simd(0xab),
   shrU: simd(0xad),
   i32Add: simd(0xae),
@@ -39,6 +43,8 @@ export const S = {
   max: simd(0xe9),
   convertS: simd(0xfa),
   floor: simd(0x68),
+  ceil: simd(0x67),
+  nearest: simd(0x6a),
   demote: simd(0x5e),
   promoteLow: simd(0x5f),
   f64Add: simd(0xf0),
@@ -50,6 +56,7 @@ export const S = {
 };
 export const I32_LOAD16_U = [0x2f, 0, 0];
 export const F32_LOAD = [0x2a, 0, 0];
+export const I32_LOAD = [0x28, 0, 0];
 export const I32_LT_U = [0x49];
 
 /** A v128 constant with `bits` in every i32 lane. */
