@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { bf16BitsToNumber, f16BitsToNumber, numberToBf16Bits, numberToF16Bits } from "@xlaserve/core";
-import { fromFloats, toFloat32 } from "../../src/kernels/heavy/element-io.ts";
+import { fromFloats, toFloat32, toFloat64 } from "../../src/kernels/heavy/element-io.ts";
 
 /**
  * The GEMM operands' and results' bf16 / f16 conversions (bit shifts and bit rounding) give the
@@ -37,4 +37,30 @@ test("bf16 and f16 widen exactly and f32 results narrow to bf16 / f16 as the val
     if (h[i] !== numberToF16Bits(v)) mismatches++;
   }
   expect(mismatches).toBe(0);
+});
+
+test("integer operands widen to f32 and f64 as Math.fround / Number of each value, from storage longer than the shape", () => {
+  const edges = [0, 1, -1, 127, -128, 255, 32767, -32768, 65535, 2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 25) - 2, 2 ** 31 - 1];
+  const cases: [string, ArrayLike<number> & { length: number }][] = [
+    ["i8", new Int8Array(edges)],
+    ["ui8", new Uint8Array(edges)],
+    ["i16", new Int16Array(edges)],
+    ["ui16", new Uint16Array(edges)],
+    ["i32", new Int32Array(edges)],
+    ["ui32", new Uint32Array(edges.map((e) => e >>> 0))],
+  ];
+  for (const [type, data] of cases) {
+    // One element fewer than stored: only the shape's elements are read.
+    const n = data.length - 1;
+    const array = { type, shape: [n], data } as unknown as Parameters<typeof toFloat32>[0];
+    const f32 = toFloat32(array, "t");
+    const f64 = toFloat64(array, "t");
+    expect(f32.length).toBe(n);
+    expect(Array.from(f32)).toEqual(Array.from({ length: n }, (_, i) => Math.fround(data[i] as number)));
+    expect(Array.from(f64)).toEqual(Array.from({ length: n }, (_, i) => data[i] as number));
+  }
+  // 2^24 + 1 and 2^24 + 3 round to even in f32: 2^24 and 2^24 + 4.
+  expect(
+    Array.from(toFloat32({ type: "i32", shape: [2], data: new Int32Array([2 ** 24 + 1, 2 ** 24 + 3]) }, "t")),
+  ).toEqual([2 ** 24, 2 ** 24 + 4]);
 });
