@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { type ConvAttributes, convGeometry } from "../../src/kernels/heavy/conv-attributes.ts";
 import { im2col, tapTables } from "../../src/kernels/heavy/im2col.ts";
 import { im2colWorkspace } from "../../src/kernels/heavy/im2col-wasm.ts";
+import { fromFloats, toFloat32 } from "../../src/kernels/heavy/element-io.ts";
 import { NHWC_HWIO } from "./conv-layouts.ts";
 import { randInt, randomF32, rng } from "./helpers.ts";
 
@@ -98,5 +99,54 @@ describe("WebAssembly bf16 conversions", () => {
     ws.widenBf16(all);
     const widened = new Uint32Array(ws.input.buffer, ws.input.byteOffset, all.length);
     for (let i = 0; i < all.length; i++) expect(widened[i]).toBe((i << 16) >>> 0);
+  });
+});
+
+describe("WebAssembly f16 conversions", () => {
+  const g = convGeometry(
+    { type: "f32", shape: [1, 3, 3, 1], data: new Float32Array(9) },
+    { type: "f32", shape: [2, 2, 1, 1], data: new Float32Array(4) },
+    { dims: NHWC_HWIO },
+  );
+
+  test("narrowing rounds as element-io's f16 store does: every f16 step's midpoints, subnormals, overflow, NaN", () => {
+    // Each top-16-bit f32 pattern with low bits at, around and between f16 rounding points
+    // (f16's step is 2^13 f32 ulps in the normal range, more below it), then random bits.
+    const lows = [0, 0x1000, 0x0fff, 0x1001, 0x2000, 0x3000, 0x8000, 0xffff, 0x7000, 0x5001];
+    const count = 65536 * lows.length + 4099;
+    const bits = new Uint32Array(count);
+    for (let h = 0; h < 65536; h++)
+      for (let j = 0; j < lows.length; j++) bits[h * lows.length + j] = ((h << 16) | (lows[j] as number)) >>> 0;
+    const next = rng(5);
+    for (let i = 65536 * lows.length; i < count; i++) bits[i] = Math.floor(next() * 2 ** 32) >>> 0;
+    const values = new Float32Array(bits.buffer);
+    const ws = im2colWorkspace(g, tapTables(g), false, 9, 4, 4, count);
+    if (!ws) throw new Error("WebAssembly SIMD is missing");
+    ws.output.set(values);
+    const actual = new Uint16Array(count);
+    ws.narrowF16(actual);
+    const expected = fromFloats("f16", values, "t") as Uint16Array;
+    const wrong: string[] = [];
+    for (let i = 0; i < count; i++) if (actual[i] !== expected[i]) wrong.push((bits[i] as number).toString(16));
+    expect(wrong.slice(0, 5)).toEqual([]);
+    // Hand-checked: 1 + 2^-11 (a tie) to 1, 65519 to 65504, 65520 to infinity, 2^-25 (a tie) to 0, NaN.
+    ws.output.set([1 + 2 ** -11, 65519, 65520, 2 ** -25, -(3 * 2 ** -25), Number.NaN, -0, 2 ** -24]);
+    const few = new Uint16Array(8);
+    ws.narrowF16(few);
+    expect(Array.from(few)).toEqual([0x3c00, 0x7bff, 0x7c00, 0, 0x8002, 0x7e00, 0x8000, 1]);
+  });
+
+  test("widening gives every f16 value exactly", () => {
+    const all = new Uint16Array(65536).map((_, i) => i);
+    const ws = im2colWorkspace(g, tapTables(g), false, all.length, 4, 4);
+    if (!ws) throw new Error("WebAssembly SIMD is missing");
+    ws.widenF16(all);
+    const expected = toFloat32({ type: "f16", shape: [65536], data: all }, "t");
+    for (let i = 0; i < all.length; i++) {
+      const e = expected[i] as number;
+      const a = ws.input[i] as number;
+      if (!(Object.is(a, e) || (Number.isNaN(a) && Number.isNaN(e))))
+        throw new Error(`f16 ${i}: got ${a}, expected ${e}`);
+    }
   });
 });

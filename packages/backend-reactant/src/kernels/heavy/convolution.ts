@@ -278,7 +278,9 @@ function workspaceConvolution(
   const tables = tapTables(g);
   const ws = im2colWorkspace(g, tables, false, inputCount, batchChunkRows(g, depth), depth, narrow ? count : 0);
   if (!ws) return null;
-  if (lhs.type === "bf16") ws.widenBf16(lhs.data as Uint16Array);
+  const inputBits = lhs.data.length === inputCount ? lhs.data : lhs.data.subarray(0, inputCount);
+  if (lhs.type === "bf16") ws.widenBf16(inputBits as Uint16Array);
+  else if (lhs.type === "f16") ws.widenF16(inputBits as Uint16Array);
   else ws.input.set(toFloat32Scratch(lhs, widenedScratch(lhs), OP));
   // Every element is written by a GEMM with beta = 0, so stale contents do not matter.
   const out = narrow ? ws.output : (allocFloats(count, false) as Float32Array);
@@ -286,6 +288,7 @@ function workspaceConvolution(
   if (!narrow) return { type: resultType, shape: g.resultShape, data: out };
   const data = allocData(resultType, count);
   if (resultType === "bf16") ws.narrowBf16(data as Uint16Array);
+  else if (resultType === "f16") ws.narrowF16(data as Uint16Array);
   else storeFloats(resultType, out, data, OP);
   return { type: resultType, shape: g.resultShape, data };
 }

@@ -137,13 +137,24 @@ const S = {
   i32Add: simd(0xae),
   narrowU: simd(0x86),
   and: simd(0x4e),
+  andNot: simd(0x4f),
   or: simd(0x50),
   bitselect: simd(0x52),
   f32Ne: simd(0x42),
+  f32Lt: simd(0x43),
+  f32Ge: simd(0x46),
+  i32GeU: simd(0x40),
+  abs: simd(0xe0),
+  add: simd(0xe4),
+  sub: simd(0xe5),
+  mul: simd(0xe6),
 };
 
+const f32Bits = (x: number) => new Uint32Array(new Float32Array([x]).buffer)[0] as number;
+
 /** A v128 constant with `bits` in every i32 lane. */
-function splat32(bits: number): number[] {
+function splat32(value: number): number[] {
+  const bits = value >>> 0;
   const lane = [bits & 0xff, (bits >>> 8) & 0xff, (bits >>> 16) & 0xff, bits >>> 24];
   return v128.const([...lane, ...lane, ...lane, ...lane]);
 }
@@ -164,11 +175,11 @@ function at(pointer: number, size: number, extra = 0): number[] {
   ];
 }
 
-/** `step` for every 8 elements below COUNT, with the locals' declaration and the end. */
-function byEights(step: number[]): number[] {
+/** `step` for every 8 elements below COUNT, with the locals' declaration (`temps` v128s from X) and the end. */
+function byEights(step: number[], temps = 1): number[] {
   const locals = vec([
     [1, I32],
-    [1, V128],
+    [...u32(temps), V128],
   ]);
   return [
     ...locals,
@@ -227,9 +238,126 @@ function narrowBf16Body(): number[] {
   return byEights([...at(TO_PTR, 2), ...rounded(0), ...rounded(16), ...S.narrowU, ...v128.store()]);
 }
 
+// The f16 conversions' v128 temporaries after X.
+const [M, T, C] = [X + 1, X + 2, X + 3];
+
+/**
+ * f16 bits -> f32, exact for every value: the magnitude bits moved to f32's place and multiplied
+ * by 2^112 (which rebiases a normal value's exponent and makes a subnormal one exact), f32's
+ * exponent for infinity and NaN, the sign put back.
+ */
+function widenF16Body(): number[] {
+  const half = (extend: number[], extra: number) => [
+    ...at(TO_PTR, 4, extra),
+    ...at(FROM_PTR, 2),
+    ...v128.load(),
+    ...extend,
+    ...op.set(X),
+    ...op.get(X),
+    ...splat32(0x7fff),
+    ...S.and,
+    ...op.i32(13),
+    ...S.shl,
+    ...op.set(M),
+    ...op.get(M),
+    ...splat32(0x7f800000),
+    ...S.or,
+    ...op.get(M),
+    ...splat32(f32Bits(2 ** 112)),
+    ...S.mul,
+    ...op.get(M),
+    ...splat32(0x0f800000),
+    ...S.i32GeU,
+    ...S.bitselect,
+    ...op.get(X),
+    ...splat32(0x8000),
+    ...S.and,
+    ...op.i32(16),
+    ...S.shl,
+    ...S.or,
+    ...v128.store(),
+  ];
+  return byEights([...half(S.extendLowU, 0), ...half(S.extendHighU, 16)], 2);
+}
+
+/**
+ * f32 -> f16 bits, nearest even, as element-io's narrowToF16 gives them: the value rounded to
+ * f16's precision as an f32 (Veltkamp's split c - (c - x), c = x (2^13 + 1), in the normal
+ * range; adding and taking away 0.75, whose f32 step is 2^-24, below 2^-14, the sign kept for a
+ * zero; infinity from 65520 on), then encoded exactly (|x| 2^-112 has f16's bits 13 places
+ * up); NaN becomes 0x7e00.
+ */
+function narrowF16Body(): number[] {
+  const sign = [...op.get(T), ...splat32(0x80000000), ...S.and];
+  const magnitude = (limit: number, compare: number[]) => [
+    ...op.get(T),
+    ...S.abs,
+    ...splat32(f32Bits(limit)),
+    ...compare,
+  ];
+  const rounded = (extra: number) => [
+    ...at(FROM_PTR, 4, extra),
+    ...v128.load(),
+    ...op.set(T),
+    ...sign,
+    ...splat32(0x7f800000),
+    ...S.or,
+    ...op.get(T),
+    ...splat32(f32Bits(0.75)),
+    ...S.add,
+    ...splat32(f32Bits(0.75)),
+    ...S.sub,
+    ...sign,
+    ...S.or,
+    ...op.get(T),
+    ...splat32(f32Bits(8193)),
+    ...S.mul,
+    ...op.set(C),
+    ...op.get(C),
+    ...op.get(C),
+    ...op.get(T),
+    ...S.sub,
+    ...S.sub,
+    ...magnitude(2 ** -14, S.f32Lt),
+    ...S.bitselect,
+    ...magnitude(65520, S.f32Ge),
+    ...S.bitselect,
+    ...op.set(X),
+    // X is exact in f16 now: its bits.
+    ...splat32(0x7e00),
+    ...splat32(0x7c00),
+    ...op.get(X),
+    ...S.abs,
+    ...splat32(f32Bits(2 ** -112)),
+    ...S.mul,
+    ...op.i32(13),
+    ...S.shrU,
+    ...op.get(X),
+    ...S.abs,
+    ...splat32(f32Bits(65536)),
+    ...S.f32Ge,
+    ...S.bitselect,
+    ...op.get(X),
+    ...op.get(X),
+    ...S.f32Ne,
+    ...S.bitselect,
+    ...op.get(X),
+    ...splat32(0x80000000),
+    ...S.and,
+    ...op.i32(16),
+    ...S.shrU,
+    ...op.get(X),
+    ...op.get(X),
+    ...S.f32Ne,
+    ...S.andNot,
+    ...S.or,
+  ];
+  return byEights([...at(TO_PTR, 2), ...rounded(0), ...rounded(16), ...S.narrowU, ...v128.store()], 4);
+}
+
 /**
  * The module's bytes; it exports `memory` (`pages` 64 KiB pages to start), `im2col`, and
- * `widenBf16` / `narrowBf16` (src, dst, n): n elements, 8 at a time (so up to 7 past the end
+ * `widenBf16` / `narrowBf16` / `widenF16` / `narrowF16` (src, dst, n): n elements, 8 at a time (so up to 7 past the end
  * are read and written, into slack the caller leaves).
  */
 export function im2colModule(pages: number): Uint8Array<ArrayBuffer> {
@@ -237,5 +365,7 @@ export function im2colModule(pages: number): Uint8Array<ArrayBuffer> {
     { name: "im2col", i32Params: PARAMS, body: body() },
     { name: "widenBf16", i32Params: 3, body: widenBf16Body() },
     { name: "narrowBf16", i32Params: 3, body: narrowBf16Body() },
+    { name: "widenF16", i32Params: 3, body: widenF16Body() },
+    { name: "narrowF16", i32Params: 3, body: narrowF16Body() },
   ]);
 }

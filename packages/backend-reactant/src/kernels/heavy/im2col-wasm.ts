@@ -33,6 +33,8 @@ interface Exports {
   readonly im2col: Im2colFn;
   readonly widenBf16: ConvertFn;
   readonly narrowBf16: ConvertFn;
+  readonly widenF16: ConvertFn;
+  readonly narrowF16: ConvertFn;
 }
 
 const load = lazyInstance<Exports>(() => im2colModule(1));
@@ -61,6 +63,10 @@ export interface Im2colWorkspace {
   widenBf16(bits: Uint16Array): void;
   /** `output` rounded to bf16 bits into `dst` (nearest even; a NaN kept quiet with its sign). */
   narrowBf16(dst: Uint16Array): void;
+  /** `input` from f16 bits (exact). */
+  widenF16(bits: Uint16Array): void;
+  /** `output` rounded to f16 bits into `dst` (nearest even, overflow to infinity, NaN 0x7e00). */
+  narrowF16(dst: Uint16Array): void;
 }
 
 /**
@@ -104,18 +110,24 @@ export function im2colWorkspace(
   const [kH, kW] = g.kernelSpatial as [number, number];
   const C = g.inChannels;
   const im2col = ex.im2col;
+  /** 16-bit input bits copied in, then widened to f32 into `input`. */
+  const widen = (convert: ConvertFn, bits: Uint16Array) => {
+    new Uint16Array(buffer, halfAt, bits.length).set(bits);
+    convert(halfAt, inputAt, bits.length);
+  };
+  /** `output` narrowed to 16-bit bits, then copied out to `dst`. */
+  const narrow = (convert: ConvertFn, dst: Uint16Array) => {
+    convert(outputAt, halfAt, dst.length);
+    dst.set(new Uint16Array(buffer, halfAt, dst.length));
+  };
   return {
     input,
     col,
     output,
-    widenBf16(bits) {
-      new Uint16Array(buffer, halfAt, bits.length).set(bits);
-      ex.widenBf16(halfAt, inputAt, bits.length);
-    },
-    narrowBf16(dst) {
-      ex.narrowBf16(outputAt, halfAt, dst.length);
-      dst.set(new Uint16Array(buffer, halfAt, dst.length));
-    },
+    widenBf16: (bits) => widen(ex.widenBf16, bits),
+    narrowBf16: (dst) => narrow(ex.narrowBf16, dst),
+    widenF16: (bits) => widen(ex.widenF16, bits),
+    narrowF16: (dst) => narrow(ex.narrowF16, dst),
     fill(batchIndex, channelOffset, channelCount, rowStart, rowEnd, colRow = 0) {
       const contiguous = channelCount === C && g.rhsDilation[1] === 1 && g.lhsDilation[1] === 1 ? 1 : 0;
       const src = inputAt + (batchIndex * inH * inW * C + channelOffset) * size;
