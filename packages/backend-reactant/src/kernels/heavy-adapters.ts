@@ -4,7 +4,7 @@ import { isTensorType } from "@xlaserve/stablehlo";
 import { type Arena, dataTaker, lastTypeTaker, takeData } from "../plan/arena.ts";
 import type { InPlaceKernel } from "../plan/ownership.ts";
 import { type Kernel, type KernelTools, type PrefixSortKernel, runBlock } from "../plan/program.ts";
-import { convolution } from "./heavy/convolution.ts";
+import { convolution, kernelCache } from "./heavy/convolution.ts";
 import { dotGeneralFor } from "./heavy/dot-general.ts";
 import { type FftType, fft } from "./heavy/fft.ts";
 import { gather } from "./heavy/gather.ts";
@@ -93,6 +93,7 @@ export function convolutionKernel(op: Op): Kernel {
     batchGroupCount: Number(op.attrs.batch_group_count ?? 1),
   };
   const resultType = resultElem(op);
+  const kept = kernelCache();
   return ([lhs, rhs], frame) => [
     convolution(
       lhs as NDArray,
@@ -101,6 +102,8 @@ export function convolutionKernel(op: Op): Kernel {
       resultType ?? (lhs as NDArray).type,
       floatOutputs(frame.ctx.arena),
       (type, count) => takeData(frame.ctx.arena, type, count),
+      kept,
+      (data) => frame.ctx.arena.version(data),
     ),
   ];
 }

@@ -62,6 +62,21 @@ const scratchFloats: FloatAlloc = (count, f64) => {
   return narrowOut.subarray(0, count);
 };
 
+/**
+ * One op's kernel as the f32 GEMM reads it (widened, laid out, reversed), kept while the weight's
+ * storage keeps its version (`versionOf`: plan/arena.ts Arena.version): an f16 convnet widened
+ * every layer's weights on every call.
+ */
+export interface KernelCache {
+  source: TypedArray | null;
+  version: number;
+  kernel: Float32Array;
+}
+
+export function kernelCache(): KernelCache {
+  return { source: null, version: Number.NaN, kernel: new Float32Array(0) };
+}
+
 /** convolution(lhs, rhs) with the given attributes; `resultType` defaults to the lhs type. */
 export function convolution(
   lhs: NDArray,
@@ -70,6 +85,8 @@ export function convolution(
   resultType: ElemType = lhs.type,
   allocFloats: FloatAlloc = freshFloats,
   allocData: DataAlloc = freshData,
+  kept?: KernelCache,
+  versionOf?: (data: TypedArray) => number,
 ): NDArray {
   const g = convGeometry(lhs, rhs, attrs);
   if (product(g.resultShape) === 0) return alloc(resultType, g.resultShape);
@@ -94,11 +111,19 @@ export function convolution(
       isIdentity(lhsPerm) &&
       isIdentity(outPermFor(g, d))
     ) {
-      const kernel = reverseAxes(
-        canonical(toFloat32(rhs, OP), rhs, rhsPerm, 1),
-        kernelShape,
-        reversedAxes,
-      ) as Float32Array;
+      const version = kept && versionOf ? versionOf(rhs.data) : Number.NaN;
+      let kernel: Float32Array;
+      if (kept && kept.source === rhs.data && kept.version === version) kernel = kept.kernel;
+      else {
+        kernel = reverseAxes(canonical(toFloat32(rhs, OP), rhs, rhsPerm, 1), kernelShape, reversedAxes) as Float32Array;
+        if (kept) {
+          // A kernel that is the weight's own storage (f32, laid out as used) is not kept: the
+          // cache would hold nothing the next call could not read as cheaply.
+          kept.source = kernel === rhs.data ? null : rhs.data;
+          kept.version = version;
+          kept.kernel = kernel;
+        }
+      }
       const result = workspaceConvolution(g, lhs, kernel, resultType, allocFloats, allocData);
       if (result) return result;
     }
