@@ -2,6 +2,7 @@ import type { ReducerKind } from "../array.ts";
 import { BF16_TO_NUMBER, F16_TO_NUMBER } from "@xlaserve/stablehlo/float16.ts";
 import { fastEncodeBf16, fastEncodeF16, fastRoundBf16, fastRoundF16 } from "../elem/half-bits.ts";
 import { maxFloat, minFloat } from "../elem/branchless.ts";
+import { ownFunction } from "./own-function.ts";
 
 /**
  * Row reductions (out[k] = init op row k, in index order) over bf16 / f16 storage for add, max
@@ -21,7 +22,7 @@ const STEPS = {
   min: "const v = decode[s[p]]; if (v > acc) continue; acc = minFloat(acc, v);",
 };
 
-/** A loop of its own per type and kind (generated, so no two share the compiled code). */
+/** A loop of its own per type and kind (own-function.ts: the two types' texts are the same, their tables not). */
 function rowsLoop(type: "bf16" | "f16", kind: keyof typeof STEPS): HalfRows {
   const source = `return function rows(s, o, K, R, start) {
   for (let k = 0, p = 0; k < K; k++) {
@@ -30,7 +31,12 @@ function rowsLoop(type: "bf16" | "f16", kind: keyof typeof STEPS): HalfRows {
     o[k] = encode(acc);
   }
 };`;
-  return new Function("decode", "round", "encode", "maxFloat", "minFloat", source)(
+  const make = ownFunction(
+    `reduce rows ${type} ${kind}`,
+    ["decode", "round", "encode", "maxFloat", "minFloat"],
+    source,
+  );
+  return (make as (...args: unknown[]) => HalfRows)(
     type === "bf16" ? BF16_TO_NUMBER : F16_TO_NUMBER,
     type === "bf16" ? fastRoundBf16 : fastRoundF16,
     type === "bf16" ? fastEncodeBf16 : fastEncodeF16,

@@ -1,5 +1,6 @@
 import type { ReducerKind } from "../array.ts";
 import { maxFloat, minFloat } from "../elem/branchless.ts";
+import { ownFunction } from "./own-function.ts";
 
 /**
  * Reductions over a run of consecutive middle axes, [A, R, B] -> [A, B] with B > 1 (a mean
@@ -10,29 +11,29 @@ import { maxFloat, minFloat } from "../elem/branchless.ts";
  */
 type Middle<T> = (s: T, o: T, A: number, R: number, B: number, start: number) => void;
 
-function middleLoop(op: "add" | "max" | "min"): Middle<Float32Array | Float64Array> {
-  const combine = op === "add" ? (a: number, b: number) => a + b : op === "max" ? maxFloat : minFloat;
-  if (op === "add")
-    return (s, o, A, R, B, start) => {
-      for (let a = 0; a < A; a++) {
-        const base = a * B;
-        o.fill(start, base, base + B);
-        for (let r = 0, p = a * R * B; r < R; r++)
-          for (let b = 0; b < B; b++, p++) o[base + b] = (o[base + b] as number) + (s[p] as number);
-      }
-    };
-  return (s, o, A, R, B, start) => {
-    for (let a = 0; a < A; a++) {
-      const base = a * B;
-      o.fill(start, base, base + B);
-      for (let r = 0, p = a * R * B; r < R; r++)
-        for (let b = 0; b < B; b++, p++) o[base + b] = combine(o[base + b] as number, s[p] as number);
-    }
-  };
+/**
+ * The loop for one class and reducer, with code of its own (own-function.ts): one closure per
+ * reducer shared by f32 and f64 would be compiled for both classes and both reducers' calls.
+ */
+function middleLoop(cls: "f32" | "f64", op: "add" | "max" | "min"): Middle<Float32Array | Float64Array> {
+  const step = op === "add" ? "o[base + b] + s[p]" : `${op === "max" ? "maxFloat" : "minFloat"}(o[base + b], s[p])`;
+  const make = ownFunction(
+    `reduce middle ${cls} ${op}`,
+    ["maxFloat", "minFloat"],
+    `return function middle(s, o, A, R, B, start) {
+  for (let a = 0; a < A; a++) {
+    const base = a * B;
+    o.fill(start, base, base + B);
+    for (let r = 0, p = a * R * B; r < R; r++)
+      for (let b = 0; b < B; b++, p++) o[base + b] = ${step};
+  }
+};`,
+  ) as (max: typeof maxFloat, min: typeof minFloat) => Middle<Float32Array | Float64Array>;
+  return make(maxFloat, minFloat);
 }
 
-const F32 = { add: middleLoop("add"), max: middleLoop("max"), min: middleLoop("min") };
-const F64 = { add: middleLoop("add"), max: middleLoop("max"), min: middleLoop("min") };
+const F32 = { add: middleLoop("f32", "add"), max: middleLoop("f32", "max"), min: middleLoop("f32", "min") };
+const F64 = { add: middleLoop("f64", "add"), max: middleLoop("f64", "max"), min: middleLoop("f64", "min") };
 
 /** The [A, R, B] split when `dims` are consecutive axes with at least one kept axis after them. */
 export function middleSplit(shape: readonly number[], dims: readonly number[]): [number, number, number] | null {

@@ -21,6 +21,7 @@ import { transpose } from "./layout.ts";
 import { middleSplit, reduceFloatMiddle } from "./reduce-middle.ts";
 import { reduceFloatRows } from "./reduce-rows.ts";
 import { reduceHalfRows } from "./reduce-half.ts";
+import { typedRowsFor } from "./reduce-typed.ts";
 import { type ArgReduce, argReduceRows } from "./reduce-argmax.ts";
 
 /**
@@ -232,10 +233,15 @@ function fastReduce(rows: NDArray, init: NDArray, outShape: number[], kind: Redu
   if ((type === "f32" || type === "f64") && reduceFloatRows(kind, src, out, K, R, start)) {
     return { type, shape: outShape, data: out };
   }
+  const mode: Mode = type === "i1" ? "bool" : isIntegerType(type) ? "int" : "float";
+  const typed = typedRowsFor(src, kind, mode);
+  if (typed !== null) {
+    typed(src, out, K, R, start);
+    return { type, shape: outShape, data: out };
+  }
   // The accumulator is stored back into the typed array after each step, which rounds (f32)
   // or wraps (integers) exactly as the element type does.
   const acc1 = allocData(type, 1) as Float64Array;
-  const mode: Mode = type === "i1" ? "bool" : isIntegerType(type) ? "int" : "float";
   for (let k = 0; k < K; k++) {
     acc1[0] = start;
     const end = k * R + R;
