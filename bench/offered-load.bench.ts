@@ -260,7 +260,7 @@ async function saturation(w: StartedWorkerProcess, t: Target) {
   const threads1 = threadCpuSeconds(w.proc.pid);
   const d = statsDelta(a, await statsSnapshot(w.url, t.name));
   const requests = Math.max(1, reqPerS * seconds);
-  const meta = (await (await fetch(`${w.url}/v2/models/${t.name}`)).json()) as { xlaserve?: { queue?: unknown } };
+  const queue = await queueFigures(w, t);
   return {
     reqPerS: Math.round(reqPerS),
     ...d,
@@ -269,7 +269,7 @@ async function saturation(w: StartedWorkerProcess, t: Target) {
       workerCpu0 === null || workerCpu1 === null ? null : Math.round(((workerCpu1 - workerCpu0) * 1e6) / requests),
     workerCpuUsPerRequestByThread: threadCpuUsPerRequest(threads0, threads1, requests),
     clientCpuUsPerRequest: Math.round((clientCpu.user + clientCpu.system) / requests),
-    queue: meta.xlaserve?.queue ?? null,
+    queue,
   };
 }
 
@@ -437,6 +437,12 @@ async function curves(t: Target): Promise<void> {
   );
 }
 
+/** A model's scheduler queue figures from its metadata (the worker's own extension). */
+async function queueFigures(w: StartedWorkerProcess, t: Target): Promise<unknown> {
+  const meta = (await (await fetch(`${w.url}/v2/models/${t.name}`)).json()) as { xlaserve?: { queue?: unknown } };
+  return meta.xlaserve?.queue ?? null;
+}
+
 async function fairness(light: Target, heavy: Target): Promise<void> {
   const solo: Record<string, number> = {};
   const flooded: Record<string, number> = {};
@@ -467,7 +473,11 @@ async function fairness(light: Target, heavy: Target): Promise<void> {
         console.log(
           `  ${discipline}: light p99 alone ${alone.p99Ms} ms, with a ${floodFactor}x flood ${withFlood.p99Ms} ms (flood ${flood.achieved}/s of ${flood.offered}/s, ${flood.failed} refused or failed)`,
         );
-        result.figure(`fairness.${discipline}`, { alone, withFlood, flood });
+        // Each model's queue figures after the flood (dispatches, rows per execution, mean wait,
+        // shed counts, the learned cost per batch size): what the discipline saw.
+        const queues: Record<string, unknown> = {};
+        for (const t of [light, heavy]) queues[t.name] = await queueFigures(w, t);
+        result.figure(`fairness.${discipline}`, { alone, withFlood, flood, queues });
       } finally {
         await stop();
       }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { chooseBatch, targetRows } from "../src/scheduler/batch-choice.ts";
-import { DeviceScheduler, type SchedulerOptions } from "../src/scheduler/device-scheduler.ts";
+import { DeviceScheduler, type SchedulerOptions, chargedFrom } from "../src/scheduler/device-scheduler.ts";
 import type { QueuePolicy } from "../src/scheduler/model-queue.ts";
 
 const rows = (...r: number[]) => r.map((n) => ({ variant: null, rows: n }));
@@ -298,5 +298,42 @@ describe("device scheduler", () => {
     const eight = [1, 2, 3, 4, 5, 6, 7, 8].map((p) => s.submit(q, { variant: null, rows: 1, payload: p }));
     expect(runs.at(-1)?.size).toBe(8);
     await Promise.all(eight);
+  });
+});
+
+describe("fair cost accounting", () => {
+  test("an execution is charged from its start, or from when the one before it finished", () => {
+    expect(chargedFrom(10, Number.NEGATIVE_INFINITY)).toBe(10);
+    expect(chargedFrom(10, 4)).toBe(10);
+    expect(chargedFrom(10, 25)).toBe(25);
+  });
+
+  test("time spent waiting behind another model's execution is not charged as the waiting model's cost", async () => {
+    // Two executions in flight at once: heavy runs 60 ms, light is dispatched beside it and is
+    // done 5 ms after it (as on a device that runs one at a time). Light's learned cost is those
+    // 5 ms, not the 65 ms from its dispatch.
+    const s = new DeviceScheduler({ ...OPTIONS, discipline: "fair", maxInFlight: 2 });
+    let heavyDone = () => {};
+    const heavyFinished = new Promise<void>((r) => {
+      heavyDone = r;
+    });
+    const heavy = s.register<number, number>('model "heavy"', policy({ coalesce: false }), async (_v, p) => {
+      await Bun.sleep(60);
+      heavyDone();
+      return [...p];
+    });
+    const light = s.register<number, number>('model "light"', policy({ coalesce: false }), async (_v, p) => {
+      await heavyFinished;
+      await Bun.sleep(5);
+      return [...p];
+    });
+    await Promise.all([
+      s.submit(heavy, { variant: null, rows: 1, payload: 1 }),
+      s.submit(light, { variant: null, rows: 1, payload: 2 }),
+    ]);
+    const heavyCost = Object.values(heavy.figures().costMs)[0] as number;
+    const lightCost = Object.values(light.figures().costMs)[0] as number;
+    expect(heavyCost).toBeGreaterThanOrEqual(55);
+    expect(lightCost).toBeLessThan(30);
   });
 });

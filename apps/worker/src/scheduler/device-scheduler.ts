@@ -31,6 +31,8 @@ type AnyQueue = ModelQueue<unknown, unknown>;
 export class DeviceScheduler {
   private readonly queues = new Set<AnyQueue>();
   private inFlight = 0;
+  /** When the last execution finished: the start of the device time the next one is charged. */
+  private lastSettledAt = Number.NEGATIVE_INFINITY;
   private queued = 0;
   private seq = 0;
   private pumping = false;
@@ -245,8 +247,10 @@ export class DeviceScheduler {
     const now = performance.now();
     q.inFlight--;
     this.inFlight--;
+    const previousSettledAt = this.lastSettledAt;
+    this.lastSettledAt = now;
     if (results) {
-      q.fair.record(costKey(size), (now - timing.t0) / 1000, now);
+      q.fair.record(costKey(size), (now - chargedFrom(timing.t0, previousSettledAt)) / 1000, now);
       live.forEach((t, i) => {
         if (i < results.length) t.resolve(results[i]);
         else t.reject(new XlaserveError("INTERNAL", `${q.label}: a coalesced request got no result`));
@@ -315,4 +319,14 @@ function deadlineError(label: string, what: string): XlaserveError {
 
 function round2(ms: number): number {
   return Math.round(ms * 100) / 100;
+}
+
+/**
+ * Where an execution's charged device time starts: at its own start, or where executions overlap
+ * (a device runs one at a time, the rest wait there), when the one before it finished. Charged
+ * from its own start, the time it waited behind a flooding model's batch would count as its own
+ * cost and recent use, and the fair discipline would rank the light model the heavy one.
+ */
+export function chargedFrom(startedAt: number, previousSettledAt: number): number {
+  return Math.max(startedAt, previousSettledAt);
 }
