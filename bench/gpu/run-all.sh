@@ -100,9 +100,9 @@ ordered=()
 if [ ${#expanded[@]} -gt 0 ]; then
   ordered+=(setup)
   want gpu-tests && ordered+=(gpu-tests)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu scheduler; do want $x && need_export=1; done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu scheduler fairness; do want $x && need_export=1; done
   { want export || [ -n "${need_export:-}" ]; } && ordered+=(export)
-  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc scheduler http-vs-reuseport; do want $x && ordered+=($x); done
+  for x in load-diag compile-load load-alloc load-faults hedged-loads thread-loads restart restart-pinned first-result worker-start fleet-join reload-stall memory memory-worker cpu zoo portable http grpc scheduler fairness http-vs-reuseport; do want $x && ordered+=($x); done
 fi
 mkdir -p "$WORK" "$OUT" "$RES" "$LOGS"
 echo "run-all: phases ${ordered[*]}; work $WORK; results $RES; deadline ${DEADLINE_S}s"
