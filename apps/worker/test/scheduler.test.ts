@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { chooseBatch, targetRows } from "../src/scheduler/batch-choice.ts";
 import { DeviceScheduler, type SchedulerOptions, chargedFrom } from "../src/scheduler/device-scheduler.ts";
+import { FairShare, REMEASURE_AFTER_MS } from "../src/scheduler/fair-share.ts";
 import type { QueuePolicy } from "../src/scheduler/model-queue.ts";
 
 const rows = (...r: number[]) => r.map((n) => ({ variant: null, rows: n }));
@@ -335,5 +336,18 @@ describe("fair cost accounting", () => {
     const lightCost = Object.values(light.figures().costMs)[0] as number;
     expect(heavyCost).toBeGreaterThanOrEqual(55);
     expect(lightCost).toBeLessThan(30);
+  });
+});
+
+describe("batch-size costs", () => {
+  test("a size measured long ago counts as unmeasured, and its next run replaces the old average", () => {
+    const f = new FairShare(1, 1000, 0.3);
+    f.record(8, 0.544, 0);
+    expect(f.measured(8, 100)).toBe(0.544);
+    expect(f.measured(8, REMEASURE_AFTER_MS + 1)).toBeUndefined();
+    f.record(8, 0.002, REMEASURE_AFTER_MS + 1);
+    expect(f.measured(8, REMEASURE_AFTER_MS + 2)).toBe(0.002);
+    f.record(8, 0.004, REMEASURE_AFTER_MS + 3);
+    expect(f.measured(8, REMEASURE_AFTER_MS + 4)).toBeCloseTo(0.3 * 0.004 + 0.7 * 0.002, 12);
   });
 });

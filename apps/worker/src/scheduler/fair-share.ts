@@ -10,6 +10,8 @@ export class FairShare {
   private ema = 0;
   private updatedAt = performance.now();
   private readonly costs = new Map<number, number>();
+  /** When each size's cost was last measured. */
+  private readonly measuredAt = new Map<number, number>();
 
   constructor(
     public weight: number,
@@ -31,8 +33,16 @@ export class FairShare {
   record(size: number, seconds: number, now: number): void {
     this.recent(now);
     this.ema += seconds;
-    const old = this.costs.get(size);
+    // A stale average is replaced, not blended: it may hold one outlier (a size's first run
+    // loads its program and touches its buffers) that kept the size from being chosen since.
+    const old = this.isStale(size, now) ? undefined : this.costs.get(size);
     this.costs.set(size, old === undefined ? seconds : this.alpha * seconds + (1 - this.alpha) * old);
+    this.measuredAt.set(size, now);
+  }
+
+  private isStale(size: number, now: number): boolean {
+    const at = this.measuredAt.get(size);
+    return at === undefined || now - at > REMEASURE_AFTER_MS;
   }
 
   /** Seconds an execution at `size` is expected to take (DEFAULT_COST_S until one was measured). */
@@ -40,9 +50,13 @@ export class FairShare {
     return this.costs.get(size) ?? DEFAULT_COST_S;
   }
 
-  /** The measured cost at `size`, or undefined before its first execution there. */
-  measured(size: number): number | undefined {
-    return this.costs.get(size);
+  /**
+   * The measured cost at `size` for choosing a batch size: undefined before its first execution
+   * there, and again once that measurement is older than REMEASURE_AFTER_MS, so a size the choice
+   * has avoided runs once more to be measured instead of being avoided for good on one slow run.
+   */
+  measured(size: number, now: number = performance.now()): number | undefined {
+    return this.isStale(size, now) ? undefined : this.costs.get(size);
   }
 
   costsMs(): Record<string, number> {
@@ -55,6 +69,13 @@ export class FairShare {
  * candidate is unmeasured they share it and the deficit decides; the first execution replaces it.
  */
 export const DEFAULT_COST_S = 0.001;
+
+/**
+ * How old a size's measured cost may get before the batch-size choice measures it again. On the
+ * H200 a light model's first run at b8 took 544 ms (b1 0.6 ms); the choice then never ran b8
+ * again, so under a flood the model ran one row per execution and its queue overflowed.
+ */
+export const REMEASURE_AFTER_MS = 2000;
 
 /** The fair score: positive while a model is owed device time, scaled by what its execution costs. */
 export function fairScore(share: number, recentShare: number, cap: number, costSeconds: number): number {
