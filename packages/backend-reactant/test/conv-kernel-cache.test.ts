@@ -3,6 +3,7 @@ import type { HostTensor } from "@xlaserve/core";
 import { createReactantBackend } from "../src/index.ts";
 import { convolution } from "../src/kernels/heavy/convolution.ts";
 import { NHWC_HWIO } from "./heavy/conv-layouts.ts";
+import { recycledWeightRounds } from "./helpers/recycled-weights.ts";
 
 /**
  * A convolution keeps its kernel widened to f32 while the weight's storage keeps its version: a
@@ -58,23 +59,14 @@ describe("convolution kernels kept as f32", () => {
     );
     const x = f16([1, 4, 4, 2], (i) => (i % 7) - 3);
     const xb = await b.upload(x);
-    let recycled = 0;
-    let previous: unknown = null;
-    for (let round = 0; round < 4; round++) {
-      const w = f16([3, 3, 2, 2], (i) => ((i * (round + 3)) % 9) - 4);
-      const wb = await b.upload(w);
-      const storage = (wb as unknown as { value: { data: unknown } }).value.data;
-      if (storage === previous) recycled++;
-      previous = storage;
-      for (let run = 0; run < 3; run++) {
-        const [out] = await b.execute(exe, [xb, wb]);
-        const host = await b.download(out as NonNullable<typeof out>);
-        expect(Array.from(host.data as Uint16Array)).toEqual(expected(x, w));
-        out?.dispose();
-      }
-      wb.dispose();
-      for (const o of await b.execute(flush, [xb])) o.dispose();
-    }
+    const recycled = await recycledWeightRounds(
+      b,
+      exe,
+      flush,
+      xb,
+      (round) => f16([3, 3, 2, 2], (i) => ((i * (round + 3)) % 9) - 4),
+      (w) => expected(x, w),
+    );
     expect(recycled).toBeGreaterThan(0);
     await b.dispose();
   });

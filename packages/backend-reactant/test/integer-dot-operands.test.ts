@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { HostTensor } from "@xlaserve/core";
 import { createReactantBackend } from "../src/index.ts";
+import { recycledWeightRounds } from "./helpers/recycled-weights.ts";
 
 /**
  * A quantized layer's integer operands are widened to floats once and kept while their storage
@@ -46,27 +47,16 @@ describe("integer dot_general operands kept as floats", () => {
     );
     const x = i8([2, 16], (i) => ((i * 7) % 11) - 5);
     const xb = await b.upload(x);
-    let recycled = 0;
-    let previous: unknown = null;
-    for (let round = 0; round < 4; round++) {
-      const w = i8([16, 8], (i) => ((i * (round + 3)) % 23) - 11);
-      const wb = await b.upload(w);
-      // The same storage object as the disposed weights' (what a stale cache would key on).
-      const storage = (wb as unknown as { value: { data: unknown } }).value.data;
-      if (storage === previous) recycled++;
-      previous = storage;
-      for (let run = 0; run < 3; run++) {
-        const [out] = await b.execute(exe, [xb, wb]);
-        const host = await b.download(out as NonNullable<typeof out>);
-        expect(Array.from(host.data as Int32Array)).toEqual(
-          reference(x.data as Int8Array, w.data as Int8Array, 2, 16, 8),
-        );
-        out?.dispose();
-      }
-      // Its pooled storage goes back to the arena and serves the next round's upload.
-      wb.dispose();
-      for (const o of await b.execute(flush, [xb])) o.dispose();
-    }
+    // Each round's weights land in the storage the previous round's disposed weights released
+    // (what a stale cache would key on).
+    const recycled = await recycledWeightRounds(
+      b,
+      exe,
+      flush,
+      xb,
+      (round) => i8([16, 8], (i) => ((i * (round + 3)) % 23) - 11),
+      (w) => reference(x.data as Int8Array, w.data as Int8Array, 2, 16, 8),
+    );
     expect(recycled).toBeGreaterThan(0);
     await b.dispose();
   });
