@@ -7,9 +7,6 @@ export function chooseBatchSize(compiled: readonly number[], batch: number): num
   return best;
 }
 
-/** A tensor's bytes as they lie (an unaligned input is not copied to be aligned first). */
-const bytesOf = bytesOfTensor;
-
 /** Pads a row-major tensor with zeros along `axis` up to `size` (no copy when already that size). */
 export function padAxis(tensor: HostTensor, axis: number, size: number): HostTensor {
   const current = tensor.shape[axis];
@@ -49,7 +46,7 @@ export function concatAxis(parts: readonly HostTensor[], axis: number, size?: nu
   let offset = 0;
   for (const p of parts) {
     const rows = p.shape[axis] ?? 0;
-    const src = bytesOf(p);
+    const src = bytesOfTensor(p);
     const block = rows * inner;
     if (outer === 1) dst.set(src.subarray(0, block), offset * inner);
     else
@@ -71,7 +68,7 @@ export function sliceRange(tensor: HostTensor, axis: number, start: number, leng
   const esize = dtypeSize(tensor.dtype);
   const outer = elementCount(tensor.shape.slice(0, axis));
   const inner = elementCount(tensor.shape.slice(axis + 1)) * esize;
-  const src = bytesOf(tensor);
+  const src = bytesOfTensor(tensor);
   const out = allocTyped(tensor.dtype, elementCount(shape));
   const dst = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
   const srcBlock = current * inner;

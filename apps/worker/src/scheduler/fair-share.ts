@@ -9,9 +9,8 @@ export class FairShare {
   /** Recent device seconds, decayed to `updatedAt`. */
   private ema = 0;
   private updatedAt = performance.now();
-  private readonly costs = new Map<number, number>();
-  /** When each size's cost was last measured. */
-  private readonly measuredAt = new Map<number, number>();
+  /** Per batch size: the cost average (seconds) and when it was last measured. */
+  private readonly costs = new Map<number, { seconds: number; at: number }>();
 
   constructor(
     public weight: number,
@@ -35,19 +34,22 @@ export class FairShare {
     this.ema += seconds;
     // A stale average is replaced, not blended: it may hold one outlier (a size's first run
     // loads its program and touches its buffers) that kept the size from being chosen since.
-    const old = this.isStale(size, now) ? undefined : this.costs.get(size);
-    this.costs.set(size, old === undefined ? seconds : this.alpha * seconds + (1 - this.alpha) * old);
-    this.measuredAt.set(size, now);
+    const old = this.fresh(size, now);
+    this.costs.set(size, {
+      seconds: old === undefined ? seconds : this.alpha * seconds + (1 - this.alpha) * old,
+      at: now,
+    });
   }
 
-  private isStale(size: number, now: number): boolean {
-    const at = this.measuredAt.get(size);
-    return at === undefined || now - at > REMEASURE_AFTER_MS;
+  /** The cost average at `size` unless it is older than REMEASURE_AFTER_MS. */
+  private fresh(size: number, now: number): number | undefined {
+    const c = this.costs.get(size);
+    return c === undefined || now - c.at > REMEASURE_AFTER_MS ? undefined : c.seconds;
   }
 
   /** Seconds an execution at `size` is expected to take (DEFAULT_COST_S until one was measured). */
   cost(size: number): number {
-    return this.costs.get(size) ?? DEFAULT_COST_S;
+    return this.costs.get(size)?.seconds ?? DEFAULT_COST_S;
   }
 
   /**
@@ -56,11 +58,11 @@ export class FairShare {
    * has avoided runs once more to be measured instead of being avoided for good on one slow run.
    */
   measured(size: number, now: number = performance.now()): number | undefined {
-    return this.isStale(size, now) ? undefined : this.costs.get(size);
+    return this.fresh(size, now);
   }
 
   costsMs(): Record<string, number> {
-    return Object.fromEntries([...this.costs].map(([size, s]) => [`b${size}`, Math.round(s * 1e5) / 100]));
+    return Object.fromEntries([...this.costs].map(([size, c]) => [`b${size}`, Math.round(c.seconds * 1e5) / 100]));
   }
 }
 

@@ -52,7 +52,6 @@ export interface OutputHead {
   readonly parameters?: Readonly<Record<string, unknown>> | undefined;
 }
 
-/** A transport's part of decoding: where an input's elements are, once its head is checked. */
 /** An input's elements as bytes at an offset their dtype cannot be viewed at (unaligned-bytes.ts). */
 export class UnalignedElements {
   constructor(
@@ -62,6 +61,7 @@ export class UnalignedElements {
   ) {}
 }
 
+/** A transport's part of decoding: where an input's elements are, once its head is checked. */
 export interface InputReader<T extends InputHead> {
   read(input: T, dtype: DType, count: number, label: string): HostTypedArray | UnalignedElements;
   /** The input carries elements of its own, which cannot go with a shared-memory region. */
