@@ -461,13 +461,21 @@ async function fairness(light: Target, heavy: Target): Promise<void> {
         await Bun.sleep(300);
         await openLoop(w, light, lightRate, 1000);
         await openLoop(w, heavy, lightRate * floodFactor, 1000);
+        // The light model's statistics around each run: how much of its client-side latency
+        // the worker itself accounts for (queue, execution, arrival to answer).
+        const s0 = await statsSnapshot(w.url, light.name);
         const alone = await openLoop(w, light, lightRate);
+        const s1 = await statsSnapshot(w.url, light.name);
         // The flood from a process of its own: sent from this one, its large bodies would hold up
         // the light model's sends and answers here, and that wait would count as the worker's.
         const [withFlood, flood] = await Promise.all([
           openLoop(w, light, lightRate),
           openLoopInChild(w, heavy, lightRate * floodFactor),
         ]);
+        const lightInWorker = {
+          alone: statsDelta(s0, s1),
+          withFlood: statsDelta(s1, await statsSnapshot(w.url, light.name)),
+        };
         solo[discipline] = alone.p99Ms;
         flooded[discipline] = withFlood.p99Ms;
         console.log(
@@ -477,7 +485,7 @@ async function fairness(light: Target, heavy: Target): Promise<void> {
         // shed counts, the learned cost per batch size): what the discipline saw.
         const queues: Record<string, unknown> = {};
         for (const t of [light, heavy]) queues[t.name] = await queueFigures(w, t);
-        result.figure(`fairness.${discipline}`, { alone, withFlood, flood, queues });
+        result.figure(`fairness.${discipline}`, { alone, withFlood, flood, queues, lightInWorker });
       } finally {
         await stop();
       }

@@ -12,6 +12,9 @@ export interface StatsSnapshot {
   readonly executionNs: number;
   readonly queueNs: number;
   readonly queueCount: number;
+  /** Each answered request's time from the model's infer call (inputs decoded) to its outputs, ns, summed. */
+  readonly successNs: number;
+  readonly successCount: number;
   /** Executions by the rows run together. */
   readonly bySize: Readonly<Record<string, number>>;
 }
@@ -36,6 +39,8 @@ export async function statsSnapshot(url: string, model: string): Promise<StatsSn
     executionNs: part("compute_input") + part("compute_infer") + part("compute_output"),
     queueNs: part("queue"),
     queueCount: s.inference_stats.queue?.count ?? 0,
+    successNs: part("success"),
+    successCount: s.inference_stats.success?.count ?? 0,
     bySize: Object.fromEntries((s.batch_stats ?? []).map((b) => [String(b.batch_size), b.compute_infer.count])),
   };
 }
@@ -48,6 +53,8 @@ export interface StatsDelta {
   /** One execution's own time (its inputs, run and outputs), mean, ms. */
   readonly executionMs: number | null;
   readonly meanQueueMs: number | null;
+  /** A request's mean time from infer call to outputs: the share of its client-side latency the scheduler and the run account for. */
+  readonly meanInWorkerMs: number | null;
   readonly executionsByRows: Record<string, number>;
 }
 
@@ -55,6 +62,7 @@ export function statsDelta(a: StatsSnapshot, b: StatsSnapshot): StatsDelta {
   const executions = b.executions - a.executions;
   const rows = b.inferences - a.inferences;
   const queued = b.queueCount - a.queueCount;
+  const answered = b.successCount - a.successCount;
   const byRows: Record<string, number> = {};
   for (const [k, v] of Object.entries(b.bySize)) {
     const d = v - (a.bySize[k] ?? 0);
@@ -66,6 +74,7 @@ export function statsDelta(a: StatsSnapshot, b: StatsSnapshot): StatsDelta {
     rowsPerExecution: executions > 0 ? round3(rows / executions) : null,
     executionMs: executions > 0 ? round3((b.executionNs - a.executionNs) / executions / 1e6) : null,
     meanQueueMs: queued > 0 ? round3((b.queueNs - a.queueNs) / queued / 1e6) : null,
+    meanInWorkerMs: answered > 0 ? round3((b.successNs - a.successNs) / answered / 1e6) : null,
     executionsByRows: byRows,
   };
 }
