@@ -107,6 +107,34 @@ describe("fused loops in WebAssembly SIMD", () => {
     });
   }
 
+  test("rows the loop covers four vectors at a time, one at a time, or both, end to end", () => {
+    // 16 and 32 end where a four-vector pass does; 17, 20 and 35 leave a remainder; 3 and 7
+    // are shorter than a pass; the bits equal the JavaScript loop's on every row length.
+    for (const cols of [3, 7, 16, 17, 20, 32, 35]) {
+      const T = `tensor<64x${cols}xf32>`;
+      // The per-column leaf keeps the rows apart (without it the loop sees one long row).
+      const text = `func.func @main(%x: ${T}, %y: ${T}, %r: tensor<${cols}xf32>) -> ${T} {
+        %rb = stablehlo.broadcast_in_dim %r, dims = [1] : (tensor<${cols}xf32>) -> ${T}
+        %x1 = stablehlo.multiply %x, %rb : ${T}
+        %0 = stablehlo.tanh %x1 : ${T}
+        %1 = stablehlo.exponential %y : ${T}
+        %2 = stablehlo.logistic %x : ${T}
+        %3 = stablehlo.multiply %0, %1 : ${T}
+        %4 = stablehlo.add %3, %2 : ${T}
+        return %4 : ${T}
+      }`;
+      const args = [
+        { ...randomBits("f32", 64 * cols, cols), shape: [64, cols] },
+        { ...randomBits("f32", 64 * cols, cols + 50), shape: [64, cols] },
+        { ...randomBits("f32", cols, cols + 90), shape: [cols] },
+      ];
+      const before = fusedSimdRuns();
+      const simd = run(text, args, true, true);
+      expect(fusedSimdRuns()).toBeGreaterThan(before);
+      expect(bytes(simd)).toEqual(bytes(run(text, args, true, false)));
+    }
+  });
+
   test("every f16 and bf16 value widens, and every value and midpoint rounds, as the JavaScript loop does", () => {
     // f32 inputs converted to each narrow type: every 16-bit pattern, its midpoints to the next
     // one, and values a quarter step either side.

@@ -36,8 +36,8 @@ const HIGH_HALF = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
 function halves(b: Body, v: number): [number, number] {
   const lo = b.temp();
   const hi = b.temp();
-  b.emit(op.get(v), S.promoteLow, op.set(lo));
-  b.emit(op.get(v), op.get(v), S.shuffle(HIGH_HALF), S.promoteLow, op.set(hi));
+  statement(b, op.get(v), S.promoteLow, op.set(lo));
+  statement(b, op.get(v), op.get(v), S.shuffle(HIGH_HALF), S.promoteLow, op.set(hi));
   return [lo, hi];
 }
 
@@ -46,19 +46,36 @@ function join(b: Body, lo: number, hi: number): void {
   b.emit(op.get(lo), S.demote, op.get(hi), S.demote, S.shuffle(LOW_HALF_OF_BOTH));
 }
 
+/** Code that leaves the stack as it found it, ended with a mark (Body.mark: where vectors' code interleaves). */
+function statement(b: Body, ...parts: (readonly number[])[]): void {
+  b.emit(...parts);
+  b.mark();
+}
+
 /** The f64 lanes on the stack rounded to f32 (and widened back). */
 const ROUND32 = [...S.demote, ...S.promoteLow];
 
 /**
- * Horner's rule in f64 lanes on local `x`: p = c0, then p = fma32(x, p, c_i); the result in a
- * new local.
+ * Horner's rule in f64 lanes on each chain's local `x`: p = c0, then p = fma32(x, p, c_i); the
+ * results in new locals. The chains' steps are interleaved, one step of each in turn, ending
+ * together: each step (multiply, add, two roundings) waits about 17 cycles on the one before,
+ * and a single chain left the loop waiting on that latency rather than on its arithmetic.
  */
-function horner(b: Body, x: number, coefficients: readonly number[]): number {
-  const p = b.temp();
-  b.emit(c64(b, coefficients[0] as number), op.set(p));
-  for (let i = 1; i < coefficients.length; i++)
-    b.emit(op.get(x), op.get(p), S.f64Mul, c64(b, coefficients[i] as number), S.f64Add, ROUND32, op.set(p));
-  return p;
+function horners(b: Body, chains: readonly { x: number; coefficients: readonly number[] }[]): number[] {
+  const ps = chains.map((c) => {
+    const p = b.temp();
+    statement(b, c64(b, c.coefficients[0] as number), op.set(p));
+    return p;
+  });
+  const longest = Math.max(...chains.map((c) => c.coefficients.length));
+  for (let step = 1; step < longest; step++)
+    chains.forEach(({ x, coefficients }, k) => {
+      const i = step - (longest - coefficients.length);
+      if (i < 1) return;
+      const p = ps[k] as number;
+      statement(b, op.get(x), op.get(p), S.f64Mul, c64(b, coefficients[i] as number), S.f64Add, ROUND32, op.set(p));
+    });
+  return ps;
 }
 
 /** tanh on the stack's lanes. */
@@ -66,21 +83,23 @@ function tanh(b: Body): void {
   const x = b.temp();
   const c = b.temp();
   const s = b.temp();
-  b.emit(op.set(x), op.get(x), c32(b, -TANH_CLAMP), S.max, c32(b, TANH_CLAMP), S.min, op.set(c));
-  b.emit(op.get(c), op.get(c), S.mul, op.set(s));
+  statement(b, op.set(x), op.get(x), c32(b, -TANH_CLAMP), S.max, c32(b, TANH_CLAMP), S.min, op.set(c));
+  statement(b, op.get(c), op.get(c), S.mul, op.set(s));
   const [sLo, sHi] = halves(b, s);
-  const pLo = horner(b, sLo, TANH_NUM);
-  const pHi = horner(b, sHi, TANH_NUM);
-  const qLo = horner(b, sLo, TANH_DEN);
-  const qHi = horner(b, sHi, TANH_DEN);
+  const [pLo, pHi, qLo, qHi] = horners(b, [
+    { x: sLo, coefficients: TANH_NUM },
+    { x: sHi, coefficients: TANH_NUM },
+    { x: sLo, coefficients: TANH_DEN },
+    { x: sHi, coefficients: TANH_DEN },
+  ]) as [number, number, number, number];
   const r = b.temp();
   b.emit(op.get(c));
   join(b, pLo, pHi);
   b.emit(S.mul);
   join(b, qLo, qHi);
-  b.emit(S.div, op.set(r));
+  statement(b, S.div, op.set(r));
   // |x| below the cut-off: x itself; from the saturation on: 1 with x's sign. NaN: neither.
-  b.emit(op.get(x), op.get(r), op.get(x), S.abs, c32(b, TANH_SMALL), S.f32Lt, S.bitselect, op.set(r));
+  statement(b, op.get(x), op.get(r), op.get(x), S.abs, c32(b, TANH_SMALL), S.f32Lt, S.bitselect, op.set(r));
   b.emit(op.get(x), i32c(b, 0x80000000), S.and, c32(b, 1), S.or, op.get(r));
   b.emit(op.get(x), S.abs, c32(b, TANH_SATURATE), S.f32Ge, S.bitselect);
 }
@@ -89,7 +108,7 @@ function tanh(b: Body): void {
 function exp(b: Body): void {
   const xc = b.temp();
   const t = b.temp();
-  b.emit(c32(b, EXP_LO), S.max, c32(b, EXP_HI), S.min, op.set(xc));
+  statement(b, c32(b, EXP_LO), S.max, c32(b, EXP_HI), S.min, op.set(xc));
   const [xLo, xHi] = halves(b, xc);
   const tLo = b.temp();
   const tHi = b.temp();
@@ -97,29 +116,46 @@ function exp(b: Body): void {
     [xLo, tLo],
     [xHi, tHi],
   ] as const)
-    b.emit(op.get(x), c64(b, EXP_LOG2E), S.f64Mul, c64(b, 0.5), S.f64Add, ROUND32, op.set(out));
+    statement(b, op.get(x), c64(b, EXP_LOG2E), S.f64Mul, c64(b, 0.5), S.f64Add, ROUND32, op.set(out));
   // n = floor(t) in [-127, 127]; max / min keep NaN, whose scale bits come out as those of 1.
   join(b, tLo, tHi);
-  b.emit(S.floor, c32(b, -127), S.max, c32(b, 127), S.min, op.set(t));
+  statement(b, S.floor, c32(b, -127), S.max, c32(b, 127), S.min, op.set(t));
   const [nLo, nHi] = halves(b, t);
-  const eLo = b.temp();
-  const eHi = b.temp();
-  for (const [x, n, out] of [
-    [xLo, nLo, eLo],
-    [xHi, nHi, eHi],
-  ] as const) {
-    const r = b.temp();
-    const r2 = b.temp();
-    b.emit(op.get(x), op.get(n), c64(b, EXP_LN2_HI), S.f64Mul, S.f64Sub, ROUND32);
-    b.emit(op.get(n), c64(b, EXP_LN2_LO), S.f64Mul, S.f64Sub, ROUND32, op.set(r));
-    b.emit(op.get(r), op.get(r), S.f64Mul, ROUND32, op.set(r2));
-    const p = horner(b, r, EXP_POLY);
-    b.emit(op.get(p), op.get(r2), S.f64Mul, op.get(r), S.f64Add, ROUND32, c64(b, 1), S.f64Add, ROUND32, op.set(out));
-  }
+  // The two halves' steps interleaved (see horners).
+  const halvesOf = [
+    { x: xLo, n: nLo, r: b.temp(), r2: b.temp() },
+    { x: xHi, n: nHi, r: b.temp(), r2: b.temp() },
+  ];
+  for (const { x, n, r } of halvesOf)
+    statement(b, op.get(x), op.get(n), c64(b, EXP_LN2_HI), S.f64Mul, S.f64Sub, ROUND32, op.set(r));
+  for (const { n, r } of halvesOf)
+    statement(b, op.get(r), op.get(n), c64(b, EXP_LN2_LO), S.f64Mul, S.f64Sub, ROUND32, op.set(r));
+  for (const { r, r2 } of halvesOf) statement(b, op.get(r), op.get(r), S.f64Mul, ROUND32, op.set(r2));
+  const ps = horners(
+    b,
+    halvesOf.map(({ r }) => ({ x: r, coefficients: EXP_POLY })),
+  );
+  const [eLo, eHi] = halvesOf.map(({ r, r2 }, k) => {
+    const e = b.temp();
+    statement(
+      b,
+      op.get(ps[k] as number),
+      op.get(r2),
+      S.f64Mul,
+      op.get(r),
+      S.f64Add,
+      ROUND32,
+      c64(b, 1),
+      S.f64Add,
+      ROUND32,
+      op.set(e),
+    );
+    return e;
+  }) as [number, number];
   // e * 2^n, the scale built from the bits (n + 127) << 23.
   const y = b.temp();
   join(b, eLo, eHi);
-  b.emit(op.get(t), S.truncSatS, i32c(b, 127), S.i32Add, op.i32(23), S.shl, S.mul, op.set(y));
+  statement(b, op.get(t), S.truncSatS, i32c(b, 127), S.i32Add, op.i32(23), S.shl, S.mul, op.set(y));
   b.emit(op.get(y), op.get(y), c32(b, F32_MIN_NORMAL), S.f32Lt, S.andNot);
 }
 
@@ -135,7 +171,7 @@ function logistic(b: Body, narrowSteps: () => void): void {
   narrowSteps();
   b.emit(c32(b, 1), S.add);
   narrowSteps();
-  b.emit(op.set(d), c32(b, 1), op.get(d), S.div, op.set(y));
+  statement(b, op.set(d), c32(b, 1), op.get(d), S.div, op.set(y));
   b.emit(op.get(y), op.get(y), c32(b, F32_MIN_NORMAL), S.f32Lt, S.andNot);
 }
 

@@ -10,10 +10,13 @@
 import { I32, V128, name, op, section, u32, vec } from "../blas/wasm-encode.ts";
 import type { Layout, Node } from "./fused-codegen.ts";
 import { MATH } from "./fused-simd-math.ts";
-import { Body, F32_LOAD, I32_LOAD, I32_LOAD16_U, I32_LT_U, S, f32Bits, splat32 } from "./simd-body.ts";
+import { Body, F32_LOAD, I32_LOAD, I32_LOAD16_U, I32_LT_U, M, S, f32Bits, interleave, splat32 } from "./simd-body.ts";
 
 /** wasm `select`: [a, b, c] -> c ? a : b. */
 const SELECT = [0x1b];
+const I32_GT_U = [0x4b];
+/** Vectors the main loop computes together (their code interleaved). */
+const VECTORS = 4;
 
 export type Narrow = "f32" | "bf16" | "f16";
 /** What a leaf can hold: a float type, or i32 read only through a convert to f32. */
@@ -130,21 +133,25 @@ export interface Plan {
   readonly classes: Layout["classes"];
 }
 
+/**
+ * Writes node `n`'s value into a new local, one statement per op (Body.mark), and returns the
+ * code that pushes it: a leaf held in a local or a literal pushes that local.
+ */
 function emitTree(
   b: Body,
   n: Node,
   plan: Plan,
   literals: readonly (number | null)[],
-  leafValue: (k: number) => void,
-): void {
+  leafValue: (k: number) => number[],
+): number[] {
   if (n.kind !== "op") {
     const k = n.kind === "leaf" ? n.index : n.leaf;
     const literal = literals[k];
-    if (literal !== null && literal !== undefined) b.emit(splat32(f32Bits(literal)));
-    else leafValue(k);
-    return;
+    if (literal !== null && literal !== undefined) return b.constant(splat32(f32Bits(literal)));
+    return leafValue(k);
   }
-  for (const c of n.children) emitTree(b, c, plan, literals, leafValue);
+  const operands = n.children.map((c) => emitTree(b, c, plan, literals, leafValue));
+  b.emit(...operands);
   const name = n.op.name.replace(/^stablehlo\./, "");
   const math = MATH[name];
   if (math) {
@@ -163,6 +170,10 @@ function emitTree(
     else if (INT_RESULTS.has(to)) b.emit(S.truncSatS);
   }
   roundTo(b, resultType(n, plan));
+  const value = b.temp();
+  b.emit(op.set(value));
+  b.mark();
+  return op.get(value);
 }
 
 /** The element type an op node produces (its children's, or a convert's target). */
@@ -209,23 +220,26 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
     b.emit(op.set(local));
   };
   const rowCode: number[][] = [];
-  // Per-element (vector) reads of the "d" and "r" leaves; the others are held in locals.
-  const leafValue = (k: number) => {
+  // Per-element (vector) reads of the "d" and "r" leaves, `vector` vectors past J; the others
+  // are held in locals.
+  let vector = 0;
+  const leafValue = (k: number): number[] => {
     const c = plan.classes[k];
     const local = held.get(k);
-    if (local !== undefined) {
-      b.emit(op.get(local));
-      return;
-    }
+    if (local !== undefined) return op.get(local);
     const t = plan.loadTypes[k] as Lane;
     b.emit(op.get(ptr(k)), op.get(J));
     if (c === "d") b.emit(op.get(W), op.i32Add);
     b.emit(op.i32(SIZE[t]), op.i32Mul, op.i32Add);
-    if (t === "f32" || t === "i32") b.emit(S.load);
+    if (t === "f32" || t === "i32") b.emit(M.load(16 * vector));
     else {
-      b.emit(S.load16x4u);
+      b.emit(M.load16x4u(8 * vector));
       widen(b, t);
     }
+    const value = b.temp();
+    b.emit(op.set(value));
+    b.mark();
+    return op.get(value);
   };
   // Prologue: "s" leaves once.
   for (let k = 0; k < count; k++) if (plan.classes[k] === "s" && literals[k] == null) scalarInto(k, null);
@@ -234,24 +248,37 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   rowCode.push(b.code.splice(0));
   // The element: out address, value, store.
   const outSize = SIZE[plan.outType];
-  b.emit(op.get(OUT), op.get(W), op.get(J), op.i32Add, op.i32(outSize), op.i32Mul, op.i32Add);
-  emitTree(b, tree, plan, literals, leafValue);
-  if (plan.outType === "f32") {
-    const x = b.temp();
-    b.emit(op.set(x), splat32(0x7fc00000), op.get(x), op.get(x), op.get(x), S.f32Ne, S.bitselect, S.store);
-  } else if (plan.outType === "i32") b.emit(S.store);
-  else if (plan.outType === "i16" || plan.outType === "i8") {
-    // Saturating narrowings: i32 lanes -> i16 (-> i8) clamp as the loop's convert does.
-    const v = b.temp();
-    b.emit([0x22, ...u32(v)], op.get(v), S.narrowI32S);
-    if (plan.outType === "i16") b.emit(S.store64Lane0);
-    else b.emit([0x22, ...u32(v)], op.get(v), S.narrowI16S, S.store32Lane0);
-  } else {
-    encode16(b, plan.outType);
-    const h = b.temp();
-    b.emit([0x22, ...u32(h)], op.get(h), S.narrowU, S.store64Lane0);
-  }
-  const element = b.code.splice(0);
+  /** Code for `vectors` vectors from J on, their statements interleaved. */
+  const elements = (vectors: number): number[] => {
+    const streams: number[][][] = [];
+    for (let at = 0; at < vectors; at++) {
+      vector = at;
+      const offset = 4 * outSize * at;
+      const value = emitTree(b, tree, plan, literals, leafValue);
+      b.emit(op.get(OUT), op.get(W), op.get(J), op.i32Add, op.i32(outSize), op.i32Mul, op.i32Add, value);
+      if (plan.outType === "f32") {
+        const x = b.temp();
+        b.emit(op.set(x), splat32(0x7fc00000), op.get(x), op.get(x), op.get(x), S.f32Ne, S.bitselect, M.store(offset));
+      } else if (plan.outType === "i32") b.emit(M.store(offset));
+      else if (plan.outType === "i16" || plan.outType === "i8") {
+        // Saturating narrowings: i32 lanes -> i16 (-> i8) clamp as the loop's convert does.
+        const v = b.temp();
+        b.emit([0x22, ...u32(v)], op.get(v), S.narrowI32S);
+        if (plan.outType === "i16") b.emit(M.store64Lane0(offset));
+        else b.emit([0x22, ...u32(v)], op.get(v), S.narrowI16S, M.store32Lane0(offset));
+      } else {
+        encode16(b, plan.outType);
+        const h = b.temp();
+        b.emit([0x22, ...u32(h)], op.get(h), S.narrowU, M.store64Lane0(offset));
+      }
+      b.mark();
+      streams.push(b.takeStatements());
+    }
+    return interleave(streams);
+  };
+  const single = elements(1);
+  // VECTORS vectors an iteration while a row has them (see interleave).
+  const several = elements(VECTORS);
   const code = [
     ...b.constantCode,
     ...prologue,
@@ -275,7 +302,37 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
     ...op.set(J),
     ...op.block,
     ...op.loop,
-    ...element,
+    ...op.get(J),
+    ...op.i32(4 * VECTORS),
+    ...op.i32Add,
+    ...op.get(INNER),
+    ...I32_GT_U,
+    ...op.brIf(1),
+    ...several,
+    ...op.get(J),
+    ...op.i32(4 * VECTORS),
+    ...op.i32Add,
+    ...op.set(J),
+    ...op.br(0),
+    ...op.end,
+    ...op.end,
+    // The rest of the row (the whole of a row under two vectors) one vector at a time, unless
+    // the two-vector loop ended at the row's end; it starts no later than where its last vector
+    // ends the row.
+    ...op.block,
+    ...op.get(J),
+    ...op.get(INNER),
+    ...op.i32GeU,
+    ...op.brIf(0),
+    ...op.get(J),
+    ...op.get(LAST),
+    ...op.get(J),
+    ...op.get(LAST),
+    ...I32_LT_U,
+    ...SELECT,
+    ...op.set(J),
+    ...op.loop,
+    ...single,
     ...op.get(J),
     ...op.i32(4),
     ...op.i32Add,

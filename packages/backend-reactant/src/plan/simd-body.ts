@@ -5,12 +5,20 @@
 import { op, u32 } from "../blas/wasm-encode.ts";
 
 export const simd = (code: number, ...immediates: number[]) => [0xfd, ...u32(code), ...immediates];
+/** Memory accesses take a byte offset from the address on the stack (a memarg's offset). */
+export const M = {
+  load: (offset: number) => simd(0x00, 0, ...u32(offset)),
+  load16x4u: (offset: number) => simd(0x04, 0, ...u32(offset)),
+  store: (offset: number) => simd(0x0b, 0, ...u32(offset)),
+  store64Lane0: (offset: number) => simd(0x5b, 0, ...u32(offset), 0),
+  store32Lane0: (offset: number) => simd(0x5a, 0, ...u32(offset), 0),
+};
 export const S = {
-  load: simd(0x00, 0, 0),
-  load16x4u: simd(0x04, 0, 0),
-  store: simd(0x0b, 0, 0),
-  store64Lane0: simd(0x5b, 0, 0, 0),
-  store32Lane0: simd(0x5a, 0, 0, 0),
+  load: M.load(0),
+  load16x4u: M.load16x4u(0),
+  store: M.store(0),
+  store64Lane0: M.store64Lane0(0),
+  store32Lane0: M.store32Lane0(0),
   i32Splat: simd(0x11),
   f32Splat: simd(0x13),
   i32Eq: simd(0x37),
@@ -86,6 +94,28 @@ export class Body {
   emit(...parts: (readonly number[])[]): void {
     for (const p of parts) for (const b of p) this.code.push(b);
   }
+  private readonly marks: number[] = [];
+  /**
+   * Marks the end of a statement: a point where the code so far leaves the stack as it found
+   * it. Code written for several vectors in turn, statement for statement alike, is
+   * interleaved at these points (interleave).
+   */
+  mark(): void {
+    this.marks.push(this.code.length);
+  }
+  /** The code written since the last call, cut at its marks; the code is taken out of the body. */
+  takeStatements(): number[][] {
+    const out: number[][] = [];
+    let from = 0;
+    for (const at of this.marks) {
+      if (at > from) out.push(this.code.slice(from, at));
+      from = Math.max(from, at);
+    }
+    if (from < this.code.length) out.push(this.code.slice(from));
+    this.code.length = 0;
+    this.marks.length = 0;
+    return out;
+  }
   private readonly constants = new Map<string, number>();
   /** Sets every constant's local; the module runs it once, before its loop. */
   readonly constantCode: number[] = [];
@@ -104,4 +134,17 @@ export class Body {
     }
     return op.get(local);
   }
+}
+
+/**
+ * The statements of several vectors' code (takeStatements, one list per vector, written by the
+ * same emitter) one of each in turn: each vector's next statement mostly waits on its previous
+ * one (a polynomial step is about 20 cycles of latency and 3 of throughput), and the other
+ * vectors' statements fill that wait.
+ */
+export function interleave(streams: readonly (readonly number[][])[]): number[] {
+  const out: number[] = [];
+  const longest = Math.max(0, ...streams.map((s) => s.length));
+  for (let i = 0; i < longest; i++) for (const s of streams) for (const byte of s[i] ?? []) out.push(byte);
+  return out;
 }

@@ -107,7 +107,7 @@ function widenF16(data: Uint16Array, out: Float32Array): void {
  * scratch store and load per element, as fastEncodeF16 needs for an f64): f16's normal range
  * (f32 exponents 113..142) rounds by adding half an f16 step less one plus the kept lowest bit;
  * zeros, subnormals and overflow take encodeF16, as fastEncodeF16 does for the same values,
- * and a NaN numberToF16Bits, as before.
+ * and a NaN is 0x7e00, the canonical f16 NaN the SIMD loops store too.
  */
 function narrowToF16(values: Float32Array, out: Uint16Array): void {
   const bits = new Int32Array(values.buffer, values.byteOffset, values.length);
@@ -116,8 +116,8 @@ function narrowToF16(values: Float32Array, out: Uint16Array): void {
     const u = bits[i] as number;
     const e = (u >>> 23) & 0xff;
     if (e < 113 || e > 142) {
-      const v = values[i] as number;
-      out[i] = (u & 0x7fffffff) > 0x7f800000 ? numberToF16Bits(v) : encodeF16(v);
+      // A NaN from its bits: read as a number, its sign is whatever the JIT tier left there.
+      out[i] = (u & 0x7fffffff) > 0x7f800000 ? 0x7e00 : encodeF16(values[i] as number);
       continue;
     }
     const r = (u & 0x7fffffff) + 0xfff + ((u >>> 13) & 1);
@@ -127,8 +127,8 @@ function narrowToF16(values: Float32Array, out: Uint16Array): void {
 
 /**
  * f32 values to bf16 bits, rounded to nearest even on the bits (f32 -> bf16 rounds once, as
- * numberToBf16Bits does after its Math.fround); a NaN (exponent all ones, mantissa set) takes
- * numberToBf16Bits for its canonical bits, infinities round to themselves.
+ * numberToBf16Bits does after its Math.fround); a NaN (exponent all ones, mantissa set) keeps its
+ * sign and top bits, made quiet, as numberToBf16Bits makes it; infinities round to themselves.
  */
 function narrowToBf16(values: Float32Array, out: Uint16Array): void {
   const bits = new Int32Array(values.buffer, values.byteOffset, values.length);
@@ -136,7 +136,8 @@ function narrowToBf16(values: Float32Array, out: Uint16Array): void {
   for (let i = 0; i < n; i++) {
     const u = bits[i] as number;
     if ((u & 0x7fffffff) > 0x7f800000) {
-      out[i] = numberToBf16Bits(values[i] as number);
+      // Quiet, sign kept, from its bits (see narrowToF16).
+      out[i] = ((u >>> 16) | 0x40) & 0xffff;
       continue;
     }
     // The sum wraps as 32 bits (| 0) and the store keeps the low 16 bits of the shift: the
