@@ -279,6 +279,15 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   const single = elements(1);
   // VECTORS vectors an iteration while a row has them (see interleave).
   const several = elements(VECTORS);
+  const jAtMostLast = [
+    ...op.get(J),
+    ...op.get(LAST),
+    ...op.get(J),
+    ...op.get(LAST),
+    ...I32_LT_U,
+    ...SELECT,
+    ...op.set(J),
+  ];
   const code = [
     ...b.constantCode,
     ...prologue,
@@ -316,21 +325,16 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
     ...op.br(0),
     ...op.end,
     ...op.end,
-    // The rest of the row (the whole of a row under two vectors) one vector at a time, unless
-    // the two-vector loop ended at the row's end; it starts no later than where its last vector
+    // The rest of the row (the whole of a row shorter than one pass) one vector at a time, unless
+    // the several-vector loop ended at the row's end; it starts no later than where its last vector
     // ends the row.
     ...op.block,
     ...op.get(J),
     ...op.get(INNER),
     ...op.i32GeU,
     ...op.brIf(0),
-    ...op.get(J),
-    ...op.get(LAST),
-    ...op.get(J),
-    ...op.get(LAST),
-    ...I32_LT_U,
-    ...SELECT,
-    ...op.set(J),
+    // j = min(j, LAST), here and after each vector: the last vector moves back to end at the row's end.
+    ...jAtMostLast,
     ...op.loop,
     ...single,
     ...op.get(J),
@@ -340,14 +344,7 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
     ...op.get(INNER),
     ...op.i32GeU,
     ...op.brIf(1),
-    // j = min(j, LAST): the last vector moves back to end at the row's end.
-    ...op.get(J),
-    ...op.get(LAST),
-    ...op.get(J),
-    ...op.get(LAST),
-    ...I32_LT_U,
-    ...SELECT,
-    ...op.set(J),
+    ...jAtMostLast,
     ...op.br(0),
     ...op.end,
     ...op.end,
