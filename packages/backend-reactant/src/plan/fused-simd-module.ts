@@ -246,7 +246,7 @@ function body(tree: Node, plan: Plan, literals: readonly (number | null)[]): num
   const prologue = b.code.splice(0);
   for (let k = 0; k < count; k++) if (plan.classes[k] === "c" && literals[k] == null) scalarInto(k, I);
   rowCode.push(b.code.splice(0));
-  // The element: out address, value, store.
+  // The element: its value, then the out address and the store.
   const outSize = SIZE[plan.outType];
   /** Code for `vectors` vectors from J on, their statements interleaved. */
   const elements = (vectors: number): number[] => {
